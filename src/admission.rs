@@ -1,0 +1,215 @@
+//! AdmissionReview in and out: the one path shared by `graft serve` and `graft review`,
+//! so the two can never disagree.
+//!
+//! Requests are parsed into borrowed-free owned types once; responses are serialised
+//! straight from typed structs (no intermediate `Value` tree).
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::engine::{self, Evaluation, Outcome};
+use crate::policy::PolicySet;
+
+pub const API_VERSION_V1: &str = "admission.k8s.io/v1";
+pub const API_VERSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
+
+/// Why a request body is not an AdmissionReview graft can answer (HTTP 400).
+#[derive(Debug, thiserror::Error)]
+pub enum BadReview {
+    #[error("body is not valid AdmissionReview JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("kind must be AdmissionReview, got {0:?}")]
+    Kind(String),
+    #[error("apiVersion must be {API_VERSION_V1} or {API_VERSION_V1BETA1}, got {0:?}")]
+    ApiVersion(String),
+    #[error("AdmissionReview has no request")]
+    MissingRequest,
+    #[error("AdmissionReview request has no uid")]
+    MissingUid,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupVersionKind {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupVersionResource {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub resource: String,
+}
+
+/// The part of an AdmissionRequest the engine uses; unknown fields are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionRequest {
+    #[serde(default)]
+    pub uid: String,
+    #[serde(default)]
+    pub kind: GroupVersionKind,
+    #[serde(default)]
+    pub resource: GroupVersionResource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_resource: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub operation: String,
+    #[serde(default)]
+    pub user_info: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_object: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IncomingReview {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    request: Option<AdmissionRequest>,
+}
+
+/// The AdmissionResponse as sent to the apiserver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionResponse {
+    pub uid: String,
+    pub allowed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// Base64 of the RFC 6902 JSON array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub audit_annotations: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub code: u16,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResponseReview {
+    pub api_version: String,
+    pub kind: String,
+    pub response: AdmissionResponse,
+}
+
+/// A parsed review: its apiVersion (echoed in the answer) and its request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Review {
+    pub api_version: String,
+    pub request: AdmissionRequest,
+}
+
+/// Everything about one answered review, for the response body, logs and metrics.
+#[derive(Debug)]
+pub struct Reviewed {
+    pub review: Review,
+    pub evaluation: Evaluation,
+    pub response: ResponseReview,
+}
+
+impl Reviewed {
+    pub fn to_json(&self) -> Vec<u8> {
+        // Serialising plain structs of strings, bools and maps cannot fail.
+        serde_json::to_vec(&self.response).unwrap_or_default()
+    }
+}
+
+/// Parses an AdmissionReview body, checking what graft relies on.
+pub fn parse(body: &[u8]) -> Result<Review, BadReview> {
+    let incoming: IncomingReview = serde_json::from_slice(body)?;
+    if incoming.kind != "AdmissionReview" {
+        return Err(BadReview::Kind(incoming.kind));
+    }
+    if incoming.api_version != API_VERSION_V1 && incoming.api_version != API_VERSION_V1BETA1 {
+        return Err(BadReview::ApiVersion(incoming.api_version));
+    }
+    let request = incoming.request.ok_or(BadReview::MissingRequest)?;
+    if request.uid.is_empty() {
+        return Err(BadReview::MissingUid);
+    }
+    Ok(Review {
+        api_version: incoming.api_version,
+        request,
+    })
+}
+
+/// Parses, evaluates and answers one review body.
+pub fn review(body: &[u8], policies: &PolicySet) -> Result<Reviewed, BadReview> {
+    let review = parse(body)?;
+    Ok(answer(review, policies))
+}
+
+/// Evaluates a parsed review and builds the response review.
+pub fn answer(review: Review, policies: &PolicySet) -> Reviewed {
+    let evaluation = engine::evaluate(&review.request, policies);
+    let response = respond(&review, &evaluation, policies);
+    Reviewed {
+        review,
+        evaluation,
+        response,
+    }
+}
+
+fn respond(review: &Review, evaluation: &Evaluation, policies: &PolicySet) -> ResponseReview {
+    let mut response = AdmissionResponse {
+        uid: review.request.uid.clone(),
+        allowed: true,
+        status: None,
+        patch: None,
+        patch_type: None,
+        warnings: evaluation.warnings.clone(),
+        audit_annotations: evaluation.audit_annotations.clone(),
+    };
+    response
+        .audit_annotations
+        .insert("revision".to_string(), policies.revision().to_string());
+    match &evaluation.outcome {
+        Outcome::Allowed => {
+            if !evaluation.patch.0.is_empty() {
+                let json = serde_json::to_vec(&evaluation.patch).unwrap_or_default();
+                response.patch = Some(base64::engine::general_purpose::STANDARD.encode(json));
+                response.patch_type = Some("JSONPatch".to_string());
+            }
+        }
+        Outcome::Denied { message } => {
+            response.allowed = false;
+            response.status = Some(Status {
+                code: 403,
+                message: message.clone(),
+            });
+        }
+    }
+    ResponseReview {
+        api_version: review.api_version.clone(),
+        kind: "AdmissionReview".to_string(),
+        response,
+    }
+}

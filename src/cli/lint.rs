@@ -1,0 +1,10 @@
+//! `graft lint` (placeholder).
+
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("graft lint is not implemented yet")
+}

@@ -1,0 +1,10 @@
+//! `graft test` (placeholder).
+
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("graft test is not implemented yet")
+}

@@ -1,0 +1,1 @@
+//! Kubernetes value formats used by the CEL helpers.

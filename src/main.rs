@@ -1,0 +1,5 @@
+#![forbid(unsafe_code)]
+
+fn main() -> std::process::ExitCode {
+    graft::cli::main()
+}

@@ -1,0 +1,248 @@
+//! The policy document as users write it: plain serde types, no behaviour.
+//!
+//! Every struct denies unknown fields, so a typo is a lint finding rather than a
+//! silently ignored setting. Compilation (JSONPath, CEL, regex) happens in
+//! [`crate::policy::compile`]; these types only describe the YAML.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The only `apiVersion` graft understands.
+pub const API_VERSION: &str = "graft.dev/v1alpha1";
+/// The only `kind` graft understands.
+pub const KIND: &str = "MutationPolicy";
+
+/// One `MutationPolicy` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "MutationPolicy")]
+pub struct PolicyDocument {
+    /// Must be `graft.dev/v1alpha1`.
+    pub api_version: String,
+    /// Must be `MutationPolicy`.
+    pub kind: String,
+    pub metadata: Metadata,
+    pub spec: PolicySpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Metadata {
+    /// Unique across the whole policy set; used in logs, metrics, warnings and auditAnnotations.
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PolicySpec {
+    /// Policies run in ascending `order`, then by name. Each sees the output of the previous ones.
+    #[serde(default)]
+    pub order: i32,
+    /// What a failure of this policy (a CEL error, a failed validation) does to the request.
+    #[serde(default)]
+    pub failure_policy: FailurePolicy,
+    /// `Enforce` applies the change; `Audit` computes and reports it without applying it.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Free data, available to expressions as `params`.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub params: Value,
+    /// Which requests the policy applies to.
+    #[serde(rename = "match")]
+    pub match_: Match,
+    /// Requests that satisfy every condition given here are skipped, even when `match` holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Match>,
+    /// Named CEL expressions, evaluated in order after matching; available as `variables.NAME`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<Variable>,
+    /// CEL checks evaluated after the variables; a false one is a policy failure with its message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validations: Vec<Validation>,
+    /// Applied in order to a copy of the object.
+    pub mutations: Vec<Mutation>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum FailurePolicy {
+    /// Deny the request, naming the policy, the field and the reason.
+    #[default]
+    Fail,
+    /// Skip this policy and add a warning to the response.
+    Ignore,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Mode {
+    #[default]
+    Enforce,
+    Audit,
+}
+
+/// Conditions on the request and the object; all given ones must hold.
+///
+/// `spec.match` and `spec.exclude` share this shape. In `match`, `resources` is required;
+/// in `exclude`, an empty list means any resource.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Match {
+    /// Plural resource names: `pods`, `apps/v1/statefulsets`, `apps/statefulsets`, `nodes/status`, `*`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
+    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `*`. Empty means every operation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<String>,
+    /// Namespace names or `*` globs, compared with `request.namespace`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// Shorthand for `labelSelector.matchLabels`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+    /// Shorthand for `annotationSelector.matchLabels`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotation_selector: Option<LabelSelector>,
+    /// Tests on JSONPath selections of the object.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldTest>,
+    /// A CEL expression that must evaluate to `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cel: Option<String>,
+}
+
+/// Kubernetes LabelSelector semantics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LabelSelector {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub match_expressions: Vec<SelectorRequirement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SelectorRequirement {
+    pub key: String,
+    pub operator: SelectorOperator,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum SelectorOperator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+}
+
+/// A test on the values an RFC 9535 JSONPath selects from the object.
+///
+/// Exactly one test is given. `equals`, `in` and `regex` hold when any selected value
+/// passes; `notIn` holds when no selected value is in the list (and so when nothing is
+/// selected); `exists: true` holds when something is selected.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FieldTest {
+    /// For example `$.spec.nodeSelector['dynamo.nodeAlias']`.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<Value>,
+    #[serde(default, rename = "in", skip_serializing_if = "Option::is_none")]
+    pub in_: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_in: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exists: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_exists: Option<bool>,
+    /// A regular expression (Rust `regex` syntax, linear time) matched against string values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Variable {
+    pub name: String,
+    pub expression: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Validation {
+    /// A CEL expression that must evaluate to `true`.
+    pub expression: String,
+    /// Reported when the expression is false.
+    pub message: String,
+}
+
+/// One change to the object. Exactly one of the keys is given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Mutation {
+    /// Set the value at a JSONPath location, creating missing parents.
+    Set(SetMutation),
+    /// Merge a fragment: maps recursively, lists of named objects by `name`.
+    Merge(MergeMutation),
+    /// Remove every location the JSONPath selects.
+    Remove(RemoveMutation),
+    /// Raw RFC 6902 operations, applied to the object as mutated so far.
+    JsonPatch(Vec<JsonPatchOperation>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SetMutation {
+    pub path: String,
+    /// Any YAML value; strings may hold `{{ cel }}` templates.
+    pub value: Value,
+    /// Optional CEL condition; the mutation is skipped when it is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MergeMutation {
+    /// Where the fragment is merged; the object root when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The fragment; strings may hold `{{ cel }}` templates.
+    pub value: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RemoveMutation {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct JsonPatchOperation {
+    /// `add`, `remove`, `replace`, `move`, `copy` or `test`.
+    pub op: String,
+    /// A JSON Pointer (RFC 6901).
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+}
