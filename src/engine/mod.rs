@@ -1,9 +1,29 @@
 //! The pure core: (request, policy set) -> evaluation. No I/O, no clock, no globals.
+//!
+//! For each candidate policy, in order: match against the object as the previous
+//! policies left it, evaluate the policy's expressions (phase 1, read-only), apply
+//! its mutations (phase 2), and keep or roll back the change. The patch is
+//! `json_patch::diff(original, mutated)`, never assembled by hand.
+
+pub mod edit;
+pub mod matching;
+pub mod path;
+mod run;
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 use crate::admission::AdmissionRequest;
 use crate::policy::PolicySet;
+use crate::policy::compiled::Operation;
+use crate::policy::model::FailurePolicy;
+
+use matching::RequestFacts;
+use run::{PolicyRun, run_policy};
+
+/// Longest warning text: the apiserver and kubectl show warnings on one line.
+pub const MAX_WARNING_CHARS: usize = 120;
 
 /// The decision for one request.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,12 +42,25 @@ pub enum PolicyResult {
     Applied,
     /// Matched but the object was already as the policy wants it.
     Unchanged,
-    /// Audit mode: would have changed the object; the change was not applied.
-    Audited,
+    /// Audit mode: would have changed the object by this patch; the change was not applied.
+    Audited { patch: json_patch::Patch },
     /// Failed with `failurePolicy: Ignore`: skipped, with a warning.
     Ignored { reason: String },
     /// Failed with `failurePolicy: Fail`: the request is denied.
     Failed { reason: String },
+}
+
+impl PolicyResult {
+    /// A short label for logs and metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            PolicyResult::Applied => "applied",
+            PolicyResult::Unchanged => "unchanged",
+            PolicyResult::Audited { .. } => "audited",
+            PolicyResult::Ignored { .. } => "ignored",
+            PolicyResult::Failed { .. } => "failed",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -42,8 +75,8 @@ pub struct Evaluation {
     pub outcome: Outcome,
     /// RFC 6902 operations turning the request's object into `mutated`; empty when nothing changed.
     pub patch: json_patch::Patch,
-    /// The object after every applied policy, when the request has an object and a policy changed it.
-    pub mutated: Option<serde_json::Value>,
+    /// The object after every applied policy, when a policy changed it.
+    pub mutated: Option<Value>,
     pub warnings: Vec<String>,
     pub audit_annotations: BTreeMap<String, String>,
     /// One report per matching policy, in evaluation order.
@@ -61,10 +94,119 @@ impl Evaluation {
             policies: Vec::new(),
         }
     }
+
+    /// Names of the policies that changed the object.
+    pub fn applied(&self) -> impl Iterator<Item = &str> {
+        self.policies
+            .iter()
+            .filter(|report| report.result == PolicyResult::Applied)
+            .map(|report| report.policy.as_str())
+    }
 }
 
 /// Evaluates every candidate policy, in order, against the request.
 pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation {
-    let _ = (request, policies);
-    Evaluation::allowed_unchanged()
+    let mut evaluation = Evaluation::allowed_unchanged();
+    let Some(operation) = Operation::parse(&request.operation) else {
+        return evaluation;
+    };
+    let facts = RequestFacts::of(request, operation);
+    let mut candidates = policies
+        .candidates(facts.resource, facts.subresource, operation)
+        .peekable();
+    if candidates.peek().is_none() {
+        return evaluation;
+    }
+    // DELETE carries only oldObject: policies can match on it but not mutate it.
+    let Some(original) = request.object.as_ref().or(request.old_object.as_ref()) else {
+        return evaluation;
+    };
+    let mutable = request.object.is_some();
+    let request_binding = run::request_binding(request);
+    // The working copy is made only once a policy matches.
+    let mut current: Option<Value> = None;
+    let mut audited = BTreeMap::new();
+
+    for policy in candidates {
+        let outcome = run_policy(
+            policy,
+            &facts,
+            request,
+            &request_binding,
+            original,
+            &mut current,
+            mutable,
+        );
+        let result = match outcome {
+            PolicyRun::NotMatched => continue,
+            PolicyRun::Applied => PolicyResult::Applied,
+            PolicyRun::Unchanged => PolicyResult::Unchanged,
+            PolicyRun::Audited(patch) => {
+                audited.insert(policy.name.clone(), patch.clone());
+                evaluation.warnings.push(truncate(format!(
+                    "graft: audit: policy {} would apply {} patch operation(s)",
+                    policy.name,
+                    patch.0.len()
+                )));
+                PolicyResult::Audited { patch }
+            }
+            PolicyRun::Failed(failure) => {
+                let reason = failure.to_string();
+                match policy.failure_policy {
+                    FailurePolicy::Fail => {
+                        evaluation.outcome = Outcome::Denied {
+                            message: format!("graft: policy {}: {reason}", policy.name),
+                        };
+                        evaluation.policies.push(PolicyReport {
+                            policy: policy.name.clone(),
+                            result: PolicyResult::Failed { reason },
+                        });
+                        return evaluation;
+                    }
+                    FailurePolicy::Ignore => {
+                        evaluation.warnings.push(truncate(format!(
+                            "graft: policy {} skipped: {reason}",
+                            policy.name
+                        )));
+                        PolicyResult::Ignored { reason }
+                    }
+                }
+            }
+        };
+        evaluation.policies.push(PolicyReport {
+            policy: policy.name.clone(),
+            result,
+        });
+    }
+
+    let applied: Vec<&str> = evaluation.applied().collect();
+    if !applied.is_empty() {
+        let joined = applied.join(",");
+        evaluation
+            .audit_annotations
+            .insert("mutated-by".to_string(), joined);
+    }
+    if !audited.is_empty()
+        && let Ok(json) = serde_json::to_string(&audited)
+    {
+        evaluation
+            .audit_annotations
+            .insert("audit-patches".to_string(), json);
+    }
+    if let Some(mutated) = current {
+        evaluation.patch = json_patch::diff(original, &mutated);
+        if !evaluation.patch.0.is_empty() {
+            evaluation.mutated = Some(mutated);
+        }
+    }
+    evaluation
+}
+
+/// Cuts a warning to [`MAX_WARNING_CHARS`] characters, marking the cut.
+fn truncate(mut text: String) -> String {
+    if text.chars().count() > MAX_WARNING_CHARS {
+        let cut: String = text.chars().take(MAX_WARNING_CHARS - 1).collect();
+        text = cut + "…";
+    }
+    text
 }

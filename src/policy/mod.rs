@@ -1,38 +1,21 @@
-//! Policies: the YAML model, loading from files, validation and compilation into a `PolicySet`.
+//! Policies: the YAML model, loading from files, validation and compilation into a
+//! [`PolicySet`].
 
+pub mod compile;
+pub mod compiled;
 pub mod findings;
+pub mod load;
 pub mod model;
+mod set;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest, Sha256};
+
+pub use compiled::{CompiledPolicy, Operation};
 pub use findings::{Finding, Findings, Severity};
-
-/// An immutable, compiled snapshot of every policy, indexed for selection.
-#[derive(Debug, Default)]
-pub struct PolicySet {
-    revision: String,
-}
-
-impl PolicySet {
-    pub fn empty() -> PolicySet {
-        PolicySet {
-            revision: "empty".to_string(),
-        }
-    }
-
-    /// A content hash of the sources, identical for identical policy sets.
-    pub fn revision(&self) -> &str {
-        &self.revision
-    }
-
-    pub fn len(&self) -> usize {
-        0
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
+pub use set::PolicySet;
 
 /// A loaded set and its non-fatal findings (warnings).
 #[derive(Debug)]
@@ -41,16 +24,74 @@ pub struct Loaded {
     pub warnings: Vec<Finding>,
 }
 
-/// Loads every policy from the given files and directories, all or nothing.
+/// Loads every policy from the given files and directories: all of them, or findings.
+///
+/// Unknown fields, unknown apiVersion or kind, missing or duplicate names, invalid
+/// paths, regexes and expressions are errors; nothing is loaded when any error exists.
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, Findings> {
-    let _ = paths;
+    let mut findings = Vec::new();
+    let sources = load::read_sources(paths, &mut findings);
+    let mut parsed = Vec::new();
+    for source in &sources {
+        parsed.extend(load::parse_source(source, &mut findings));
+    }
+    let mut first_seen: HashMap<&str, &load::ParsedDocument> = HashMap::new();
+    let mut compiled = Vec::new();
+    for document in &parsed {
+        let name = document.document.metadata.name.as_str();
+        if let Some(first) = first_seen.get(name) {
+            findings.push(
+                Finding::error(
+                    &document.file,
+                    format!(
+                        "duplicate policy name: also defined at {}:{}",
+                        first.file.display(),
+                        first.first_line
+                    ),
+                )
+                .at_line(Some(document.first_line))
+                .in_policy(name)
+                .at_field("metadata.name")
+                .with_hint("policy names must be unique across all files"),
+            );
+            continue;
+        }
+        first_seen.insert(name, document);
+        compile::check_mode(document, &mut findings);
+        if let Some(policy) = compile::compile(document, &mut findings) {
+            compiled.push(policy);
+        }
+    }
+    if findings.iter().any(Finding::is_error) {
+        return Err(Findings(findings));
+    }
+    let revision = revision_of(&sources);
     Ok(Loaded {
-        set: PolicySet::empty(),
-        warnings: Vec::new(),
+        set: PolicySet::new(compiled, revision),
+        warnings: findings,
     })
 }
 
 /// Convenience for one path.
 pub fn load_path(path: &Path) -> Result<Loaded, Findings> {
     load(&[path.to_path_buf()])
+}
+
+/// `sha256:` and the first 12 hex digits of the hash of every file name and content.
+fn revision_of(sources: &[load::Source]) -> String {
+    let mut hasher = Sha256::new();
+    for source in sources {
+        let name = source
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        hasher.update((name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+        hasher.update((source.text.len() as u64).to_le_bytes());
+        hasher.update(source.text.as_bytes());
+    }
+    let digest = hasher.finalize();
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }

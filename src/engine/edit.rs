@@ -1,0 +1,397 @@
+//! Changing a document in place, remembering how to undo it.
+//!
+//! A policy whose failure must leave the object untouched (`failurePolicy: Ignore`,
+//! or audit mode) edits with an undo log instead of working on a clone of the whole
+//! object: only the values actually replaced are kept. Every edit also reports
+//! whether it changed anything, so "this policy changed the object" is exact.
+
+use serde_json::{Map, Value};
+
+use super::path::{self, Token, array_index};
+
+/// Why an edit could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    #[error("cannot set {at}: {parent} is a {kind}, not an object or list")]
+    NotAContainer {
+        at: String,
+        parent: String,
+        kind: &'static str,
+    },
+    #[error("cannot set {at}: index {index} is beyond the end of the list (length {len})")]
+    IndexOutOfRange { at: String, index: i64, len: usize },
+    #[error("cannot set {at}: a list index under a missing parent")]
+    IndexUnderMissingParent { at: String },
+    #[error("JSON Patch failed: {0}")]
+    JsonPatch(String),
+}
+
+#[derive(Debug)]
+enum Undo {
+    /// The value at the location was replaced; put the old one back.
+    Replace { at: Vec<Token>, old: Value },
+    /// A key or list item was added; remove it.
+    Remove { at: Vec<Token> },
+    /// A key or list item was removed; insert it again.
+    Insert { at: Vec<Token>, old: Value },
+    /// An edit too wide to track (raw JSON Patch): the whole previous document.
+    Whole(Value),
+}
+
+/// Edits one document, optionally recording an undo log.
+pub struct Editor<'d> {
+    document: &'d mut Value,
+    undo: Option<Vec<Undo>>,
+    changed: bool,
+}
+
+impl<'d> Editor<'d> {
+    pub fn new(document: &'d mut Value, undoable: bool) -> Editor<'d> {
+        Editor {
+            document,
+            undo: undoable.then(Vec::new),
+            changed: false,
+        }
+    }
+
+    pub fn document(&self) -> &Value {
+        self.document
+    }
+
+    pub fn changed(&self) -> bool {
+        self.changed
+    }
+
+    /// Restores the document to how it was when the editor was created.
+    pub fn rollback(&mut self) {
+        let Some(log) = self.undo.take() else {
+            return;
+        };
+        for entry in log.into_iter().rev() {
+            match entry {
+                Undo::Replace { at, old } => {
+                    if let Some(slot) = path::get_mut(self.document, &at) {
+                        *slot = old;
+                    }
+                }
+                Undo::Remove { at } => {
+                    remove_at(self.document, &at);
+                }
+                Undo::Insert { at, old } => {
+                    insert_at(self.document, &at, old);
+                }
+                Undo::Whole(old) => *self.document = old,
+            }
+        }
+        self.undo = Some(Vec::new());
+        self.changed = false;
+    }
+
+    fn record(&mut self, entry: impl FnOnce() -> Undo) {
+        self.changed = true;
+        if let Some(log) = &mut self.undo {
+            log.push(entry());
+        }
+    }
+
+    /// Sets `value` at `at`, creating missing objects on the way.
+    pub fn set(&mut self, at: &[Token], value: Value) -> Result<(), EditError> {
+        let Some((last, parents)) = at.split_last() else {
+            // Replacing the whole document is refused at compile time.
+            return Ok(());
+        };
+        // Find the deepest existing ancestor; everything below it is created.
+        let mut depth = 0;
+        while depth < parents.len()
+            && path::get(self.document, &parents[..=depth]).is_some_and(|v| !v.is_null())
+        {
+            depth += 1;
+        }
+        if depth < parents.len() {
+            let built = build_missing(&at[depth + 1..], value, at)?;
+            return self.put(&parents[..=depth], built);
+        }
+        let parent = path::get(self.document, parents).unwrap_or(&Value::Null);
+        match (parent, last) {
+            (Value::Object(map), Token::Key(key)) => match map.get(key) {
+                Some(existing) if *existing == value => Ok(()),
+                _ => self.put(at, value),
+            },
+            (Value::Array(items), Token::Index(index)) => {
+                let len = items.len();
+                match array_index(*index, len) {
+                    Some(i) if items[i] == value => Ok(()),
+                    Some(i) => {
+                        let mut resolved = parents.to_vec();
+                        resolved.push(Token::Index(i as i64));
+                        self.put(&resolved, value)
+                    }
+                    None if *index == len as i64 => self.put(at, value),
+                    None => Err(EditError::IndexOutOfRange {
+                        at: path::display(at),
+                        index: *index,
+                        len,
+                    }),
+                }
+            }
+            (other, _) => Err(EditError::NotAContainer {
+                at: path::display(at),
+                parent: path::display(parents),
+                kind: kind_of(other),
+            }),
+        }
+    }
+
+    /// Puts `value` at `at`, whose parent exists and is a container of the right kind
+    /// (a null parent is replaced by an empty object first).
+    fn put(&mut self, at: &[Token], value: Value) -> Result<(), EditError> {
+        let Some((last, parents)) = at.split_last() else {
+            return Ok(());
+        };
+        let Some(parent) = path::get_mut(self.document, parents) else {
+            return Ok(());
+        };
+        if parent.is_null() {
+            let old = std::mem::replace(parent, Value::Object(Map::new()));
+            self.record(|| Undo::Replace {
+                at: parents.to_vec(),
+                old,
+            });
+            return self.put(at, value);
+        }
+        let kind = kind_of(parent);
+        match (parent, last) {
+            (Value::Object(map), Token::Key(key)) => {
+                match map.insert(key.clone(), value) {
+                    Some(old) => self.record(|| Undo::Replace {
+                        at: at.to_vec(),
+                        old,
+                    }),
+                    None => self.record(|| Undo::Remove { at: at.to_vec() }),
+                }
+                Ok(())
+            }
+            (Value::Array(items), Token::Index(index)) => {
+                let len = items.len();
+                match array_index(*index, len) {
+                    Some(i) => {
+                        let old = std::mem::replace(&mut items[i], value);
+                        self.record(|| Undo::Replace {
+                            at: at.to_vec(),
+                            old,
+                        });
+                    }
+                    None if *index == len as i64 => {
+                        items.push(value);
+                        let mut appended = parents.to_vec();
+                        appended.push(Token::Index(len as i64));
+                        self.record(|| Undo::Remove { at: appended });
+                    }
+                    None => {
+                        return Err(EditError::IndexOutOfRange {
+                            at: path::display(at),
+                            index: *index,
+                            len,
+                        });
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(EditError::NotAContainer {
+                at: path::display(at),
+                parent: path::display(parents),
+                kind,
+            }),
+        }
+    }
+
+    /// Removes the value at `at`, if present.
+    pub fn remove(&mut self, at: &[Token]) {
+        if let Some(old) = remove_at(self.document, at) {
+            self.record(|| Undo::Insert {
+                at: at.to_vec(),
+                old,
+            });
+        }
+    }
+
+    /// Merges `fragment` into the value at `at` (created as `{}` when missing).
+    ///
+    /// Maps merge key by key (a null value removes the key); lists whose fragment
+    /// items are all objects with a string `name` merge item by item on that name
+    /// (new items are appended); any other value replaces what is there.
+    pub fn merge(&mut self, at: &[Token], fragment: Value) -> Result<(), EditError> {
+        let existing = path::get(self.document, at);
+        if existing.is_none_or(Value::is_null) {
+            let value = match fragment {
+                Value::Object(map) => Value::Object(without_nulls(map)),
+                other => other,
+            };
+            return self.set(at, value);
+        }
+        let mut location = at.to_vec();
+        self.merge_into(&mut location, fragment);
+        Ok(())
+    }
+
+    fn merge_into(&mut self, location: &mut Vec<Token>, fragment: Value) {
+        let Some(target) = path::get(self.document, location) else {
+            return;
+        };
+        match (target, fragment) {
+            (Value::Object(_), Value::Object(entries)) => {
+                for (key, value) in entries {
+                    location.push(Token::Key(key));
+                    let present = path::get(self.document, location).is_some();
+                    match (present, value) {
+                        (true, Value::Null) => self.remove(location),
+                        (false, Value::Null) => {}
+                        (false, value) => {
+                            let value = match value {
+                                Value::Object(map) => Value::Object(without_nulls(map)),
+                                other => other,
+                            };
+                            let _ = self.put(location, value);
+                        }
+                        (true, value) => self.merge_into(location, value),
+                    }
+                    location.pop();
+                }
+            }
+            (Value::Array(items), Value::Array(fragment_items))
+                if is_named_list(&fragment_items) =>
+            {
+                let mut len = items.len();
+                for item in fragment_items {
+                    let name = item.get("name").cloned();
+                    let existing = path::get(self.document, location)
+                        .and_then(Value::as_array)
+                        .and_then(|items| {
+                            items.iter().position(|i| i.get("name") == name.as_ref())
+                        });
+                    match existing {
+                        Some(index) => {
+                            location.push(Token::Index(index as i64));
+                            self.merge_into(location, item);
+                            location.pop();
+                        }
+                        None => {
+                            location.push(Token::Index(len as i64));
+                            let _ = self.put(location, item);
+                            location.pop();
+                            len += 1;
+                        }
+                    }
+                }
+            }
+            (target, fragment) => {
+                if *target != fragment {
+                    let _ = self.put(location, fragment);
+                }
+            }
+        }
+    }
+
+    /// Applies raw RFC 6902 operations; all or nothing.
+    pub fn json_patch(&mut self, patch: &json_patch::Patch) -> Result<(), EditError> {
+        let before = self.undo.is_some().then(|| self.document.clone());
+        let snapshot_for_compare = if before.is_none() {
+            Some(self.document.clone())
+        } else {
+            None
+        };
+        json_patch::patch(self.document, patch).map_err(|e| EditError::JsonPatch(e.to_string()))?;
+        let previous = before.as_ref().or(snapshot_for_compare.as_ref());
+        if previous.is_some_and(|previous| previous != self.document) {
+            self.changed = true;
+            if let (Some(log), Some(before)) = (&mut self.undo, before) {
+                log.push(Undo::Whole(before));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_named_list(items: &[Value]) -> bool {
+    !items.is_empty()
+        && items
+            .iter()
+            .all(|item| item.get("name").is_some_and(Value::is_string))
+}
+
+fn without_nulls(map: Map<String, Value>) -> Map<String, Value> {
+    map.into_iter()
+        .filter(|(_, value)| !value.is_null())
+        .map(|(key, value)| match value {
+            Value::Object(inner) => (key, Value::Object(without_nulls(inner))),
+            other => (key, other),
+        })
+        .collect()
+}
+
+/// Wraps `value` in the objects (or one-item lists, for index 0) named by `below`,
+/// innermost last: the value for a missing node whose descendants are `below`.
+fn build_missing(below: &[Token], value: Value, whole: &[Token]) -> Result<Value, EditError> {
+    let mut built = value;
+    for token in below.iter().rev() {
+        built = match token {
+            Token::Key(key) => {
+                let mut map = Map::new();
+                map.insert(key.clone(), built);
+                Value::Object(map)
+            }
+            Token::Index(0) => Value::Array(vec![built]),
+            Token::Index(_) => {
+                return Err(EditError::IndexUnderMissingParent {
+                    at: path::display(whole),
+                });
+            }
+        };
+    }
+    Ok(built)
+}
+
+fn remove_at(document: &mut Value, at: &[Token]) -> Option<Value> {
+    let (last, parents) = at.split_last()?;
+    match (path::get_mut(document, parents)?, last) {
+        (Value::Object(map), Token::Key(key)) => map.shift_remove(key),
+        (Value::Array(items), Token::Index(index)) => {
+            let i = array_index(*index, items.len())?;
+            Some(items.remove(i))
+        }
+        _ => None,
+    }
+}
+
+fn insert_at(document: &mut Value, at: &[Token], value: Value) {
+    let Some((last, parents)) = at.split_last() else {
+        return;
+    };
+    match (path::get_mut(document, parents), last) {
+        (Some(Value::Object(map)), Token::Key(key)) => {
+            map.insert(key.clone(), value);
+        }
+        (Some(Value::Array(items)), Token::Index(index)) => {
+            let i = usize::try_from(*index)
+                .unwrap_or(items.len())
+                .min(items.len());
+            items.insert(i, value);
+        }
+        _ => {}
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+#[path = "edit_tests.rs"]
+mod tests;

@@ -1,0 +1,150 @@
+//! The declarative part of `match` and `exclude`: resources, operations, namespaces,
+//! label and annotation selectors, and field tests. CEL conditions are evaluated by
+//! the caller, which owns the CEL scope.
+
+use serde_json::Value;
+
+use crate::admission::AdmissionRequest;
+use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
+
+/// The facts about a request that matching reads, computed once per review.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestFacts<'a> {
+    pub operation: Operation,
+    pub group: &'a str,
+    pub version: &'a str,
+    pub resource: &'a str,
+    pub subresource: &'a str,
+    /// `request.namespace`: reliable, unlike `object.metadata.namespace` at CREATE.
+    pub namespace: &'a str,
+}
+
+impl<'a> RequestFacts<'a> {
+    pub fn of(request: &'a AdmissionRequest, operation: Operation) -> RequestFacts<'a> {
+        RequestFacts {
+            operation,
+            group: &request.resource.group,
+            version: &request.resource.version,
+            resource: &request.resource.resource,
+            subresource: request.sub_resource.as_deref().unwrap_or(""),
+            namespace: request.namespace.as_deref().unwrap_or(""),
+        }
+    }
+}
+
+/// Whether every declarative condition holds (the CEL condition is not looked at).
+pub fn declarative_match(
+    conditions: &Conditions,
+    facts: &RequestFacts<'_>,
+    object: &Value,
+) -> bool {
+    let resource_ok = conditions.resources.is_empty()
+        || conditions.resources.iter().any(|rule| {
+            rule.matches(
+                facts.group,
+                facts.version,
+                facts.resource,
+                facts.subresource,
+            )
+        });
+    resource_ok
+        && (conditions.operations.is_empty() || conditions.operations.contains(facts.operation))
+        && (conditions.namespaces.is_empty()
+            || conditions
+                .namespaces
+                .iter()
+                .any(|pattern| pattern.matches(facts.namespace)))
+        && selector_matches(&conditions.labels, metadata_map(object, "labels"))
+        && selector_matches(&conditions.annotations, metadata_map(object, "annotations"))
+        && conditions
+            .fields
+            .iter()
+            .all(|test| field_matches(test, object))
+}
+
+fn metadata_map<'v>(object: &'v Value, name: &str) -> Option<&'v serde_json::Map<String, Value>> {
+    object.get("metadata")?.get(name)?.as_object()
+}
+
+/// Kubernetes LabelSelector semantics; a missing map is an empty map.
+pub fn selector_matches(
+    requirements: &[Requirement],
+    map: Option<&serde_json::Map<String, Value>>,
+) -> bool {
+    let get = |key: &str| map.and_then(|m| m.get(key)).and_then(Value::as_str);
+    requirements.iter().all(|requirement| match requirement {
+        Requirement::In(key, values) => get(key).is_some_and(|v| values.iter().any(|x| x == v)),
+        Requirement::NotIn(key, values) => get(key).is_none_or(|v| values.iter().all(|x| x != v)),
+        Requirement::Exists(key) => get(key).is_some(),
+        Requirement::DoesNotExist(key) => get(key).is_none(),
+    })
+}
+
+fn field_matches(test: &FieldTest, object: &Value) -> bool {
+    let selected = test.path.select(object);
+    match &test.check {
+        FieldCheck::Equals(expected) => selected.iter().any(|v| same(v, expected)),
+        FieldCheck::In(list) => selected.iter().any(|v| list.iter().any(|x| same(v, x))),
+        FieldCheck::NotIn(list) => selected.iter().all(|v| list.iter().all(|x| !same(v, x))),
+        FieldCheck::Exists => !selected.is_empty(),
+        FieldCheck::NotExists => selected.is_empty(),
+        FieldCheck::Regex(regex) => selected
+            .iter()
+            .any(|v| v.as_str().is_some_and(|s| regex.is_match(s))),
+    }
+}
+
+/// JSON equality where 1 and 1.0 are the same number, as a YAML author expects.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn labels(value: Value) -> serde_json::Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn label_selector_semantics() {
+        let map = labels(json!({"app": "web", "tier": "front"}));
+        let check = |reqs: Vec<Requirement>| selector_matches(&reqs, Some(&map));
+        assert!(check(vec![Requirement::In(
+            "app".into(),
+            vec!["web".into(), "api".into()]
+        )]));
+        assert!(!check(vec![Requirement::In(
+            "app".into(),
+            vec!["api".into()]
+        )]));
+        assert!(check(vec![Requirement::NotIn(
+            "missing".into(),
+            vec!["x".into()]
+        )]));
+        assert!(!check(vec![Requirement::NotIn(
+            "app".into(),
+            vec!["web".into()]
+        )]));
+        assert!(check(vec![Requirement::Exists("tier".into())]));
+        assert!(check(vec![Requirement::DoesNotExist("other".into())]));
+        assert!(!selector_matches(&[Requirement::Exists("a".into())], None));
+        assert!(selector_matches(
+            &[Requirement::DoesNotExist("a".into())],
+            None
+        ));
+        assert!(selector_matches(&[], None));
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert!(same(&json!(1), &json!(1.0)));
+        assert!(!same(&json!("1"), &json!(1)));
+    }
+}

@@ -1,0 +1,280 @@
+//! Running one policy against the current state of the object.
+
+use std::fmt;
+
+use serde_json::{Value, json};
+
+use super::edit::Editor;
+use super::matching::{RequestFacts, declarative_match};
+use super::path::{JsonPath, Token};
+use crate::admission::AdmissionRequest;
+use crate::expr::{Bindings, Expression, Scope};
+use crate::policy::compiled::{CompiledPolicy, MutationKind, ValueSource};
+use crate::policy::model::{FailurePolicy, Mode};
+
+/// What running one policy did.
+#[derive(Debug)]
+pub enum PolicyRun {
+    NotMatched,
+    Applied,
+    Unchanged,
+    Audited(json_patch::Patch),
+    Failed(Failure),
+}
+
+/// Why a policy failed: the field it failed at and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub field: String,
+    pub reason: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+fn failure(field: impl Into<String>, reason: impl ToString) -> Failure {
+    Failure {
+        field: field.into(),
+        reason: reason.to_string(),
+    }
+}
+
+/// The `request` variable CEL expressions see.
+pub fn request_binding(request: &AdmissionRequest) -> Value {
+    json!({
+        "uid": request.uid,
+        "kind": request.kind,
+        "resource": request.resource,
+        "subResource": request.sub_resource.clone().unwrap_or_default(),
+        "name": request.name.clone().unwrap_or_default(),
+        "namespace": request.namespace.clone().unwrap_or_default(),
+        "operation": request.operation,
+        "userInfo": request.user_info,
+        "dryRun": request.dry_run.unwrap_or(false),
+    })
+}
+
+/// A mutation with its value rendered, ready to apply.
+struct Planned<'p> {
+    field: &'p str,
+    kind: &'p MutationKind,
+    value: Option<Value>,
+}
+
+/// Matches, evaluates and applies one policy. `current` is the working copy (made
+/// from `original` on first change); it is left as it was when the policy fails.
+pub fn run_policy(
+    policy: &CompiledPolicy,
+    facts: &RequestFacts<'_>,
+    request: &AdmissionRequest,
+    request_binding: &Value,
+    original: &Value,
+    current: &mut Option<Value>,
+    mutable: bool,
+) -> PolicyRun {
+    let view = current.as_ref().unwrap_or(original);
+    if !declarative_match(&policy.matcher, facts, view) {
+        return PolicyRun::NotMatched;
+    }
+    // An exclude block holds when all its conditions do; its CEL part, if any, is
+    // evaluated in phase 1 and only when the declarative part already holds.
+    let excluded_declaratively = policy
+        .exclude
+        .as_ref()
+        .is_some_and(|exclude| declarative_match(exclude, facts, view));
+    if excluded_declaratively && policy.exclude.as_ref().is_some_and(|e| e.cel.is_none()) {
+        return PolicyRun::NotMatched;
+    }
+
+    // Phase 1: read-only evaluation of every expression against the object as it is now.
+    let plan = {
+        let bindings = Bindings {
+            object: view,
+            old_object: request.old_object.as_ref(),
+            request: request_binding,
+            params: &policy.params,
+        };
+        let mut scope = policy.uses_cel.then(|| Scope::new(bindings, policy.needs));
+        match plan_policy(policy, excluded_declaratively, scope.as_mut()) {
+            Ok(Some(plan)) => plan,
+            Ok(None) => return PolicyRun::NotMatched,
+            Err(error) => return PolicyRun::Failed(error),
+        }
+    };
+    if !mutable {
+        return PolicyRun::Unchanged;
+    }
+
+    // Phase 2: apply. Only an Ignore or Audit policy needs to be able to undo itself:
+    // a Fail policy's failure discards the whole request.
+    let document = current.get_or_insert_with(|| original.clone());
+    let audit = policy.mode == Mode::Audit;
+    let before = audit.then(|| document.clone());
+    let protected_before = protected_values(document);
+    let undoable = audit || policy.failure_policy == FailurePolicy::Ignore;
+    let mut editor = Editor::new(document, undoable);
+    if let Err(error) = apply(&mut editor, plan) {
+        editor.rollback();
+        return PolicyRun::Failed(error);
+    }
+    if protected_values(editor.document()) != protected_before {
+        editor.rollback();
+        return PolicyRun::Failed(failure(
+            "spec.mutations",
+            "policies may not change metadata.name, metadata.namespace or metadata.uid",
+        ));
+    }
+    let changed = editor.changed();
+    if audit {
+        let patch = before
+            .as_ref()
+            .map(|before| json_patch::diff(before, editor.document()))
+            .unwrap_or_default();
+        editor.rollback();
+        return if patch.0.is_empty() {
+            PolicyRun::Unchanged
+        } else {
+            PolicyRun::Audited(patch)
+        };
+    }
+    if changed {
+        PolicyRun::Applied
+    } else {
+        PolicyRun::Unchanged
+    }
+}
+
+/// Evaluates the CEL parts: match and exclude conditions, variables, validations,
+/// `when` guards and templates. `None` when the CEL conditions say the policy does
+/// not apply.
+fn plan_policy<'p>(
+    policy: &'p CompiledPolicy,
+    excluded_declaratively: bool,
+    mut scope: Option<&mut Scope<'_>>,
+) -> Result<Option<Vec<Planned<'p>>>, Failure> {
+    if let Some(condition) = &policy.matcher.cel
+        && !condition_holds(scope.as_deref(), condition, "spec.match.cel")?
+    {
+        return Ok(None);
+    }
+    if let Some(exclude) = &policy.exclude
+        && excluded_declaratively
+        && let Some(condition) = &exclude.cel
+        && condition_holds(scope.as_deref(), condition, "spec.exclude.cel")?
+    {
+        return Ok(None);
+    }
+    for (i, variable) in policy.variables.iter().enumerate() {
+        let field = format!("spec.variables[{i}] ({})", variable.name);
+        let Some(scope) = scope.as_deref_mut() else {
+            break;
+        };
+        let value = scope
+            .evaluate(&variable.expression)
+            .map_err(|e| failure(field, e))?;
+        scope.set_variable(&variable.name, value);
+    }
+    for (i, validation) in policy.validations.iter().enumerate() {
+        let field = format!("spec.validations[{i}]");
+        if !condition_holds(scope.as_deref(), &validation.expression, &field)? {
+            return Err(failure(field, &validation.message));
+        }
+    }
+    let mut plan = Vec::with_capacity(policy.mutations.len());
+    for mutation in &policy.mutations {
+        if let Some(when) = &mutation.when
+            && !condition_holds(scope.as_deref(), when, &format!("{}.when", mutation.field))?
+        {
+            continue;
+        }
+        let source = match &mutation.kind {
+            MutationKind::Set { value, .. } | MutationKind::Merge { value, .. } => Some(value),
+            MutationKind::Remove { .. } | MutationKind::JsonPatch(_) => None,
+        };
+        let value = match source {
+            Some(ValueSource::Literal(value)) => Some(value.clone()),
+            Some(ValueSource::Template(template)) => {
+                let scope = scope
+                    .as_deref()
+                    .ok_or_else(|| failure(&mutation.field, "template needs a CEL scope"))?;
+                Some(
+                    template
+                        .render(scope)
+                        .map_err(|e| failure(format!("{}.value", mutation.field), e))?,
+                )
+            }
+            None => None,
+        };
+        plan.push(Planned {
+            field: &mutation.field,
+            kind: &mutation.kind,
+            value,
+        });
+    }
+    Ok(Some(plan))
+}
+
+fn condition_holds(
+    scope: Option<&Scope<'_>>,
+    condition: &Expression,
+    field: &str,
+) -> Result<bool, Failure> {
+    let scope = scope.ok_or_else(|| failure(field, "expression needs a CEL scope"))?;
+    scope
+        .evaluate_bool(condition)
+        .map_err(|e| failure(field, e))
+}
+
+fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure> {
+    for planned in plan {
+        let field = planned.field;
+        match (planned.kind, planned.value) {
+            (MutationKind::Set { path, .. }, Some(value)) => {
+                for location in write_locations(path, editor.document()) {
+                    editor
+                        .set(&location, value.clone())
+                        .map_err(|e| failure(format!("{field}.path"), e))?;
+                }
+            }
+            (MutationKind::Merge { path, .. }, Some(value)) => {
+                let locations = match path {
+                    None => vec![Vec::new()],
+                    Some(path) => write_locations(path, editor.document()),
+                };
+                for location in locations {
+                    editor
+                        .merge(&location, value.clone())
+                        .map_err(|e| failure(format!("{field}.value"), e))?;
+                }
+            }
+            (MutationKind::Remove { path }, _) => {
+                // Later locations first, so list indices stay valid while removing.
+                for location in path.locations(editor.document()).iter().rev() {
+                    editor.remove(location);
+                }
+            }
+            (MutationKind::JsonPatch(patch), _) => {
+                editor.json_patch(patch).map_err(|e| failure(field, e))?;
+            }
+            (MutationKind::Set { .. } | MutationKind::Merge { .. }, None) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A singular path is written even where it does not exist yet; any other path is
+/// written at every location it selects.
+fn write_locations(path: &JsonPath, document: &Value) -> Vec<Vec<Token>> {
+    match path.singular() {
+        Some(tokens) => vec![tokens.to_vec()],
+        None => path.locations(document),
+    }
+}
+
+fn protected_values(document: &Value) -> [Option<Value>; 3] {
+    let metadata = document.get("metadata");
+    ["name", "namespace", "uid"].map(|key| metadata.and_then(|m| m.get(key)).cloned())
+}

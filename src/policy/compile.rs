@@ -1,0 +1,640 @@
+//! Compiling a parsed document: every path, regex and expression is checked here,
+//! and every problem becomes a finding naming the file, line, policy and field.
+
+use serde_json::Value;
+
+use super::compiled::{
+    CompiledMutation, CompiledPolicy, CompiledValidation, CompiledVariable, Conditions, FieldCheck,
+    FieldTest, MutationKind, NamePattern, Operation, Operations, Requirement, ResourceRule,
+    ValueSource,
+};
+use super::findings::Finding;
+use super::load::{ParsedDocument, locate_in};
+use super::model::{self, LabelSelector, Match, Mode, Mutation, SelectorOperator};
+use crate::engine::path::{JsonPath, Token};
+use crate::expr::template::Template;
+use crate::expr::{Expression, Needs};
+
+/// Fields no policy may change: the apiserver rejects or misroutes such patches.
+const PROTECTED: [&str; 3] = ["name", "namespace", "uid"];
+
+/// Longest regex source accepted; the `regex` crate is linear-time, this bounds its size.
+const MAX_REGEX_CHARS: usize = 4096;
+
+/// Collects findings for one document.
+struct Compiler<'a> {
+    parsed: &'a ParsedDocument,
+    findings: &'a mut Vec<Finding>,
+    needs: Needs,
+    uses_cel: bool,
+    failed: bool,
+}
+
+/// Compiles one document; `None` when it has errors (all of them are in `findings`).
+pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<CompiledPolicy> {
+    let mut compiler = Compiler {
+        parsed,
+        findings,
+        needs: Needs::default(),
+        uses_cel: false,
+        failed: false,
+    };
+    let spec = &parsed.document.spec;
+    if spec.match_.resources.is_empty() {
+        compiler.error(
+            "spec.match.resources",
+            "",
+            "no resources: the policy would never match",
+            Some("list plural resource names, e.g. [pods] or [nodes/status]"),
+        );
+    }
+    let matcher = compiler.conditions("spec.match", &spec.match_);
+    let exclude = spec.exclude.as_ref().map(|exclude| {
+        if is_empty_match(exclude) {
+            compiler.error(
+                "spec.exclude",
+                "exclude",
+                "an empty exclude block excludes every request",
+                Some("remove it, or give at least one condition"),
+            );
+        }
+        compiler.conditions("spec.exclude", exclude)
+    });
+    let variables = compiler.variables(&spec.variables);
+    let validations = compiler.validations(&spec.validations);
+    let mutations = compiler.mutations(&spec.mutations);
+    if spec.mutations.is_empty() {
+        compiler.warning(
+            "spec.mutations",
+            "mutations",
+            "no mutations: the policy never changes anything",
+        );
+    }
+    if compiler.failed {
+        return None;
+    }
+    Some(CompiledPolicy {
+        name: parsed.document.metadata.name.clone(),
+        order: spec.order,
+        failure_policy: spec.failure_policy,
+        mode: spec.mode,
+        file: parsed.file.clone(),
+        matcher,
+        exclude,
+        params: spec.params.clone(),
+        variables,
+        validations,
+        mutations,
+        needs: compiler.needs,
+        uses_cel: compiler.uses_cel,
+    })
+}
+
+fn is_empty_match(m: &Match) -> bool {
+    m.resources.is_empty()
+        && m.operations.is_empty()
+        && m.namespaces.is_empty()
+        && m.labels.is_empty()
+        && m.label_selector.is_none()
+        && m.annotations.is_empty()
+        && m.annotation_selector.is_none()
+        && m.fields.is_empty()
+        && m.cel.is_none()
+}
+
+impl Compiler<'_> {
+    fn finding(&mut self, finding: Finding, field: &str, needle: &str) {
+        let line = locate_in(&self.parsed.text, self.parsed.first_line, needle)
+            .or(Some(self.parsed.first_line));
+        self.findings.push(
+            finding
+                .at_line(line)
+                .in_policy(self.parsed.document.metadata.name.clone())
+                .at_field(field),
+        );
+    }
+
+    fn error(&mut self, field: &str, needle: &str, message: impl Into<String>, hint: Option<&str>) {
+        self.failed = true;
+        let mut finding = Finding::error(&self.parsed.file, message);
+        if let Some(hint) = hint {
+            finding = finding.with_hint(hint);
+        }
+        self.finding(finding, field, needle);
+    }
+
+    fn warning(&mut self, field: &str, needle: &str, message: impl Into<String>) {
+        let finding = Finding::warning(&self.parsed.file, message);
+        self.finding(finding, field, needle);
+    }
+
+    fn warning_with_hint(&mut self, field: &str, needle: &str, message: &str, hint: &str) {
+        let finding = Finding::warning(&self.parsed.file, message).with_hint(hint);
+        self.finding(finding, field, needle);
+    }
+
+    fn expression(&mut self, field: &str, source: &str) -> Option<Expression> {
+        match Expression::compile(source) {
+            Ok(expression) => {
+                self.needs = self.needs.union(expression.needs());
+                self.uses_cel = true;
+                Some(expression)
+            }
+            Err(error) => {
+                self.error(field, source, error.to_string(), None);
+                None
+            }
+        }
+    }
+
+    fn template(&mut self, field: &str, value: &Value) -> Option<ValueSource> {
+        match Template::compile(value) {
+            Ok(template) if template.is_static() => Some(ValueSource::Literal(value.clone())),
+            Ok(template) => {
+                self.needs = self.needs.union(template.needs());
+                self.uses_cel = true;
+                Some(ValueSource::Template(template))
+            }
+            Err(error) => {
+                let at = if error.path.is_empty() {
+                    field.to_string()
+                } else {
+                    format!("{field}.{}", error.path)
+                };
+                self.error(&at, "{{", error.error.to_string(), None);
+                None
+            }
+        }
+    }
+
+    fn path(&mut self, field: &str, source: &str) -> Option<JsonPath> {
+        match JsonPath::compile(source) {
+            Ok(path) => Some(path),
+            Err(error) => {
+                self.error(
+                    field,
+                    source,
+                    error.to_string(),
+                    Some("JSONPath starts with $; quote keys with dots or slashes: $.metadata.annotations['example.com/key']"),
+                );
+                None
+            }
+        }
+    }
+
+    fn conditions(&mut self, field: &str, m: &Match) -> Conditions {
+        let mut conditions = Conditions::default();
+        for (i, resource) in m.resources.iter().enumerate() {
+            match ResourceRule::parse(resource) {
+                Ok(rule) => conditions.resources.push(rule),
+                Err(reason) => self.error(
+                    &format!("{field}.resources[{i}]"),
+                    resource,
+                    format!("invalid resource {resource:?}: {reason}"),
+                    None,
+                ),
+            }
+        }
+        conditions.operations = self.operations(&format!("{field}.operations"), &m.operations);
+        conditions.namespaces = m
+            .namespaces
+            .iter()
+            .map(|n| NamePattern(n.clone()))
+            .collect();
+        conditions.labels = self.selector(
+            &format!("{field}.labelSelector"),
+            &m.labels,
+            m.label_selector.as_ref(),
+        );
+        conditions.annotations = self.selector(
+            &format!("{field}.annotationSelector"),
+            &m.annotations,
+            m.annotation_selector.as_ref(),
+        );
+        for (i, test) in m.fields.iter().enumerate() {
+            if let Some(test) = self.field_test(&format!("{field}.fields[{i}]"), test) {
+                conditions.fields.push(test);
+            }
+        }
+        conditions.cel = m
+            .cel
+            .as_ref()
+            .and_then(|source| self.expression(&format!("{field}.cel"), source));
+        conditions
+    }
+
+    fn operations(&mut self, field: &str, operations: &[String]) -> Operations {
+        let mut set = Operations::default();
+        for (i, text) in operations.iter().enumerate() {
+            if text == "*" {
+                return Operations::ALL;
+            }
+            match Operation::parse(text) {
+                Some(op) => set.insert(op),
+                None => self.error(
+                    &format!("{field}[{i}]"),
+                    text,
+                    format!("unknown operation {text:?}"),
+                    Some("use CREATE, UPDATE, DELETE, CONNECT or *"),
+                ),
+            }
+        }
+        set
+    }
+
+    fn selector(
+        &mut self,
+        field: &str,
+        shorthand: &std::collections::BTreeMap<String, String>,
+        selector: Option<&LabelSelector>,
+    ) -> Vec<Requirement> {
+        let mut requirements: Vec<Requirement> = shorthand
+            .iter()
+            .map(|(k, v)| Requirement::In(k.clone(), vec![v.clone()]))
+            .collect();
+        let Some(selector) = selector else {
+            return requirements;
+        };
+        requirements.extend(
+            selector
+                .match_labels
+                .iter()
+                .map(|(k, v)| Requirement::In(k.clone(), vec![v.clone()])),
+        );
+        for (i, expression) in selector.match_expressions.iter().enumerate() {
+            let at = format!("{field}.matchExpressions[{i}]");
+            let key = expression.key.clone();
+            let values = expression.values.clone();
+            let requirement = match expression.operator {
+                SelectorOperator::In | SelectorOperator::NotIn if values.is_empty() => {
+                    self.error(&at, &key, "In and NotIn need at least one value", None);
+                    continue;
+                }
+                SelectorOperator::Exists | SelectorOperator::DoesNotExist if !values.is_empty() => {
+                    self.error(&at, &key, "Exists and DoesNotExist take no values", None);
+                    continue;
+                }
+                SelectorOperator::In => Requirement::In(key, values),
+                SelectorOperator::NotIn => Requirement::NotIn(key, values),
+                SelectorOperator::Exists => Requirement::Exists(key),
+                SelectorOperator::DoesNotExist => Requirement::DoesNotExist(key),
+            };
+            requirements.push(requirement);
+        }
+        requirements
+    }
+
+    fn field_test(&mut self, field: &str, test: &model::FieldTest) -> Option<FieldTest> {
+        let path = self.path(&format!("{field}.path"), &test.path);
+        let mut checks = Vec::new();
+        if let Some(value) = &test.equals {
+            checks.push(FieldCheck::Equals(value.clone()));
+        }
+        if let Some(values) = &test.in_ {
+            checks.push(FieldCheck::In(values.clone()));
+        }
+        if let Some(values) = &test.not_in {
+            checks.push(FieldCheck::NotIn(values.clone()));
+        }
+        match (test.exists, test.not_exists) {
+            (Some(true), _) | (_, Some(false)) => checks.push(FieldCheck::Exists),
+            (Some(false), _) | (_, Some(true)) => checks.push(FieldCheck::NotExists),
+            (None, None) => {}
+        }
+        if let Some(source) = &test.regex {
+            if source.len() > MAX_REGEX_CHARS {
+                self.error(
+                    &format!("{field}.regex"),
+                    "regex",
+                    format!("regex longer than {MAX_REGEX_CHARS} characters"),
+                    None,
+                );
+            } else {
+                match regex::RegexBuilder::new(source).size_limit(1 << 20).build() {
+                    Ok(regex) => checks.push(FieldCheck::Regex(regex)),
+                    Err(error) => {
+                        self.error(
+                            &format!("{field}.regex"),
+                            source,
+                            format!("invalid regex: {error}"),
+                            None,
+                        );
+                        return None;
+                    }
+                }
+            }
+        }
+        if checks.len() != 1 {
+            self.error(
+                field,
+                &test.path,
+                format!("a field test needs exactly one of equals, in, notIn, exists, notExists, regex; found {}", checks.len()),
+                None,
+            );
+            return None;
+        }
+        Some(FieldTest {
+            path: path?,
+            check: checks.pop()?,
+        })
+    }
+
+    fn variables(&mut self, variables: &[model::Variable]) -> Vec<CompiledVariable> {
+        let mut compiled: Vec<CompiledVariable> = Vec::new();
+        for (i, variable) in variables.iter().enumerate() {
+            let field = format!("spec.variables[{i}]");
+            let valid_name = variable
+                .name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && variable
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid_name {
+                self.error(
+                    &format!("{field}.name"),
+                    &variable.name,
+                    format!("invalid variable name {:?}", variable.name),
+                    Some("use a CEL identifier: letters, digits and _"),
+                );
+                continue;
+            }
+            if compiled.iter().any(|v| v.name == variable.name) {
+                self.error(
+                    &format!("{field}.name"),
+                    &variable.name,
+                    "duplicate variable name",
+                    None,
+                );
+                continue;
+            }
+            if let Some(expression) =
+                self.expression(&format!("{field}.expression"), &variable.expression)
+            {
+                compiled.push(CompiledVariable {
+                    name: variable.name.clone(),
+                    expression,
+                });
+            }
+        }
+        compiled
+    }
+
+    fn validations(&mut self, validations: &[model::Validation]) -> Vec<CompiledValidation> {
+        validations
+            .iter()
+            .enumerate()
+            .filter_map(|(i, validation)| {
+                let expression = self.expression(
+                    &format!("spec.validations[{i}].expression"),
+                    &validation.expression,
+                )?;
+                Some(CompiledValidation {
+                    expression,
+                    message: validation.message.clone(),
+                })
+            })
+            .collect()
+    }
+
+    fn mutations(&mut self, mutations: &[Mutation]) -> Vec<CompiledMutation> {
+        mutations
+            .iter()
+            .enumerate()
+            .filter_map(|(i, mutation)| self.mutation(i, mutation))
+            .collect()
+    }
+
+    fn mutation(&mut self, i: usize, mutation: &Mutation) -> Option<CompiledMutation> {
+        let base = format!("spec.mutations[{i}]");
+        let (field, when, kind) = match mutation {
+            Mutation::Set(set) => {
+                let field = format!("{base}.set");
+                let path = self.target_path(&format!("{field}.path"), &set.path, false)?;
+                let value = self.template(&format!("{field}.value"), &set.value)?;
+                (
+                    field,
+                    set.when.as_deref(),
+                    MutationKind::Set { path, value },
+                )
+            }
+            Mutation::Merge(merge) => {
+                let field = format!("{base}.merge");
+                let path = match &merge.path {
+                    Some(source) => {
+                        Some(self.target_path(&format!("{field}.path"), source, true)?)
+                    }
+                    None => None,
+                };
+                self.check_protected_fragment(
+                    &format!("{field}.value"),
+                    path.as_ref(),
+                    &merge.value,
+                );
+                let value = self.template(&format!("{field}.value"), &merge.value)?;
+                (
+                    field,
+                    merge.when.as_deref(),
+                    MutationKind::Merge { path, value },
+                )
+            }
+            Mutation::Remove(remove) => {
+                let field = format!("{base}.remove");
+                let path = self.target_path(&format!("{field}.path"), &remove.path, false)?;
+                (field, remove.when.as_deref(), MutationKind::Remove { path })
+            }
+            Mutation::JsonPatch(operations) => {
+                let field = format!("{base}.jsonPatch");
+                let patch = self.json_patch(&field, operations)?;
+                (field, None, MutationKind::JsonPatch(patch))
+            }
+        };
+        let when = match when {
+            Some(source) => Some(self.expression(&format!("{field}.when"), source)?),
+            None => None,
+        };
+        Some(CompiledMutation { field, when, kind })
+    }
+
+    /// A path a mutation writes through: no descendant segments, not the root (except
+    /// for merge), and never a protected metadata field.
+    fn target_path(&mut self, field: &str, source: &str, root_allowed: bool) -> Option<JsonPath> {
+        let path = self.path(field, source)?;
+        if path.has_descendant() {
+            self.error(
+                field,
+                source,
+                "a mutation path cannot use `..` (descendant) segments",
+                None,
+            );
+            return None;
+        }
+        if path.is_root() && !root_allowed {
+            self.error(
+                field,
+                source,
+                "a mutation cannot replace the whole object",
+                Some("set a field below $"),
+            );
+            return None;
+        }
+        if let Some(tokens) = path.singular() {
+            if let Some(protected) = protected_field(tokens) {
+                self.error(
+                    field,
+                    source,
+                    format!("policies may not change metadata.{protected}"),
+                    None,
+                );
+                return None;
+            }
+            self.check_unescaped_key(field, source, tokens);
+        }
+        Some(path)
+    }
+
+    /// `$.metadata.annotations.example.com/key` parses as nested keys; almost always a
+    /// key with dots that should have been quoted.
+    fn check_unescaped_key(&mut self, field: &str, source: &str, tokens: &[Token]) {
+        let map_names = ["labels", "annotations", "nodeSelector"];
+        for (i, token) in tokens.iter().enumerate() {
+            if let Token::Key(name) = token
+                && map_names.contains(&name.as_str())
+                && tokens.len() > i + 2
+            {
+                let rest: Vec<String> = tokens[i + 1..]
+                    .iter()
+                    .map(|t| match t {
+                        Token::Key(k) => k.clone(),
+                        Token::Index(n) => n.to_string(),
+                    })
+                    .collect();
+                self.warning_with_hint(
+                    field,
+                    source,
+                    &format!(
+                        "{name} values are strings, but this path goes {} levels below {name}",
+                        rest.len()
+                    ),
+                    &format!("quote the key: ['{}']", rest.join(".")),
+                );
+                return;
+            }
+        }
+    }
+
+    fn check_protected_fragment(&mut self, field: &str, path: Option<&JsonPath>, fragment: &Value) {
+        let at_root = path.is_none_or(JsonPath::is_root);
+        let metadata = if at_root {
+            fragment.get("metadata")
+        } else if path
+            .and_then(JsonPath::singular)
+            .is_some_and(|t| t == [Token::Key("metadata".to_string())])
+        {
+            Some(fragment)
+        } else {
+            None
+        };
+        if let Some(protected) =
+            metadata.and_then(|m| PROTECTED.iter().find(|k| m.get(**k).is_some()))
+        {
+            self.error(
+                field,
+                protected,
+                format!("policies may not change metadata.{protected}"),
+                None,
+            );
+        }
+    }
+
+    fn json_patch(
+        &mut self,
+        field: &str,
+        operations: &[model::JsonPatchOperation],
+    ) -> Option<json_patch::Patch> {
+        let mut valid = true;
+        for (i, operation) in operations.iter().enumerate() {
+            let at = format!("{field}[{i}]");
+            let tokens: Vec<String> = operation
+                .path
+                .split('/')
+                .skip(1)
+                .map(unescape_pointer)
+                .collect();
+            if tokens.first().map(String::as_str) == Some("metadata")
+                && tokens.len() == 2
+                && PROTECTED.contains(&tokens[1].as_str())
+            {
+                self.error(
+                    &format!("{at}.path"),
+                    &operation.path,
+                    format!("policies may not change metadata.{}", tokens[1]),
+                    None,
+                );
+                valid = false;
+            }
+            let under_map = tokens.len() >= 3
+                && tokens[0] == "metadata"
+                && (tokens[1] == "labels" || tokens[1] == "annotations");
+            if operation.op == "add" && under_map {
+                self.warning_with_hint(
+                    &format!("{at}.path"),
+                    &operation.path,
+                    &format!(
+                        "add {} fails when /metadata/{} does not exist",
+                        operation.path, tokens[1]
+                    ),
+                    "use a set mutation, which creates missing parents",
+                );
+            }
+        }
+        let value = match serde_json::to_value(operations) {
+            Ok(value) => value,
+            Err(error) => {
+                self.error(field, "jsonPatch", error.to_string(), None);
+                return None;
+            }
+        };
+        match serde_json::from_value::<json_patch::Patch>(value) {
+            Ok(patch) if valid => Some(patch),
+            Ok(_) => None,
+            Err(error) => {
+                self.error(field, "jsonPatch", format!("invalid JSON Patch: {error}"), Some("each operation needs op, path and, for add/replace/test, value; paths are JSON Pointers such as /metadata/labels/app"));
+                None
+            }
+        }
+    }
+}
+
+fn unescape_pointer(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+fn protected_field(tokens: &[Token]) -> Option<&'static str> {
+    match tokens {
+        [Token::Key(metadata), Token::Key(field), ..] if metadata == "metadata" => {
+            PROTECTED.into_iter().find(|p| p == field)
+        }
+        [Token::Key(metadata)] if metadata == "metadata" => Some("name"),
+        _ => None,
+    }
+}
+
+/// Audit-mode policies with Fail would deny without applying: refuse that combination.
+pub fn check_mode(parsed: &ParsedDocument, findings: &mut Vec<Finding>) {
+    let spec = &parsed.document.spec;
+    if spec.mode == Mode::Audit && spec.failure_policy == model::FailurePolicy::Fail {
+        findings.push(
+            Finding::warning(
+                &parsed.file,
+                "an Audit policy with failurePolicy Fail still denies requests when it fails",
+            )
+            .at_line(locate_in(&parsed.text, parsed.first_line, "mode"))
+            .in_policy(parsed.document.metadata.name.clone())
+            .at_field("spec.failurePolicy")
+            .with_hint("use failurePolicy: Ignore while auditing"),
+        );
+    }
+}

@@ -1,0 +1,350 @@
+//! The compiled form of a policy: every JSONPath, regex, CEL expression and template
+//! parsed once at load time, so evaluation does no parsing.
+
+use std::path::PathBuf;
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::model::{FailurePolicy, Mode};
+use crate::engine::path::JsonPath;
+use crate::expr::template::Template;
+use crate::expr::{Expression, Needs};
+
+/// An admission operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 4] = [
+        Operation::Create,
+        Operation::Update,
+        Operation::Delete,
+        Operation::Connect,
+    ];
+
+    pub fn parse(text: &str) -> Option<Operation> {
+        match text {
+            "CREATE" => Some(Operation::Create),
+            "UPDATE" => Some(Operation::Update),
+            "DELETE" => Some(Operation::Delete),
+            "CONNECT" => Some(Operation::Connect),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            Operation::Create => 1,
+            Operation::Update => 2,
+            Operation::Delete => 4,
+            Operation::Connect => 8,
+        }
+    }
+}
+
+/// A set of operations; empty in a policy means all of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Operations(u8);
+
+impl Operations {
+    pub const ALL: Operations = Operations(15);
+
+    pub fn insert(&mut self, operation: Operation) {
+        self.0 |= operation.bit();
+    }
+
+    pub fn contains(self, operation: Operation) -> bool {
+        self.0 & operation.bit() != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Operation> {
+        Operation::ALL
+            .into_iter()
+            .filter(move |op| self.contains(*op))
+    }
+}
+
+/// A resource a policy applies to. `None` group or version means any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceRule {
+    pub group: Option<String>,
+    pub version: Option<String>,
+    /// Plural name, or `*`.
+    pub resource: String,
+    /// `None` for the main resource; `*` for any subresource.
+    pub subresource: Option<String>,
+}
+
+impl ResourceRule {
+    /// Parses `pods`, `nodes/status`, `apps/v1/statefulsets`, `apps/v1/deployments/scale`.
+    /// The core group is written `core` or empty; `*` is a wildcard in any position.
+    pub fn parse(text: &str) -> Result<ResourceRule, String> {
+        let parts: Vec<&str> = text.split('/').collect();
+        if parts
+            .iter()
+            .any(|part| part.trim().is_empty() && parts.len() == 1)
+        {
+            return Err("empty resource".to_string());
+        }
+        let any = |s: &str| (s != "*").then(|| s.to_string());
+        let group = |s: &str| match s {
+            "*" => None,
+            "core" => Some(String::new()),
+            other => Some(other.to_string()),
+        };
+        let rule = match parts.as_slice() {
+            [resource] => ResourceRule {
+                group: None,
+                version: None,
+                resource: resource.to_string(),
+                subresource: None,
+            },
+            [resource, sub] => ResourceRule {
+                group: None,
+                version: None,
+                resource: resource.to_string(),
+                subresource: Some(sub.to_string()),
+            },
+            [g, v, resource] => ResourceRule {
+                group: group(g),
+                version: any(v),
+                resource: resource.to_string(),
+                subresource: None,
+            },
+            [g, v, resource, sub] => ResourceRule {
+                group: group(g),
+                version: any(v),
+                resource: resource.to_string(),
+                subresource: Some(sub.to_string()),
+            },
+            _ => {
+                return Err(
+                    "expected RESOURCE, RESOURCE/SUBRESOURCE, GROUP/VERSION/RESOURCE or GROUP/VERSION/RESOURCE/SUBRESOURCE"
+                        .to_string(),
+                );
+            }
+        };
+        let valid = |s: &str| {
+            s == "*"
+                || (!s.is_empty()
+                    && s.chars().all(|c| {
+                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.'
+                    }))
+        };
+        if !valid(&rule.resource) || !rule.subresource.as_deref().is_none_or(valid) {
+            return Err(
+                "resource names are lowercase plural names such as pods or nodes/status"
+                    .to_string(),
+            );
+        }
+        Ok(rule)
+    }
+
+    pub fn matches(&self, group: &str, version: &str, resource: &str, subresource: &str) -> bool {
+        self.group.as_deref().is_none_or(|g| g == group)
+            && self.version.as_deref().is_none_or(|v| v == version)
+            && (self.resource == "*" || self.resource == resource)
+            && match self.subresource.as_deref() {
+                None => subresource.is_empty(),
+                Some("*") => true,
+                Some(sub) => sub == subresource,
+            }
+    }
+
+    /// True when the rule can match more than one (resource, subresource) pair.
+    pub fn is_wildcard(&self) -> bool {
+        self.resource == "*" || self.subresource.as_deref() == Some("*")
+    }
+}
+
+/// A namespace name or a `*` glob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamePattern(pub String);
+
+impl NamePattern {
+    pub fn matches(&self, name: &str) -> bool {
+        glob_match(&self.0, name)
+    }
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let Some(first) = parts.next() else {
+        return text.is_empty();
+    };
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// A compiled Kubernetes LabelSelector requirement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    DoesNotExist(String),
+}
+
+#[derive(Debug)]
+pub enum FieldCheck {
+    Equals(Value),
+    In(Vec<Value>),
+    NotIn(Vec<Value>),
+    Exists,
+    NotExists,
+    Regex(Regex),
+}
+
+#[derive(Debug)]
+pub struct FieldTest {
+    pub path: JsonPath,
+    pub check: FieldCheck,
+}
+
+/// The compiled `match` or `exclude` block.
+#[derive(Debug, Default)]
+pub struct Conditions {
+    /// Empty means any resource (only possible in `exclude`).
+    pub resources: Vec<ResourceRule>,
+    /// Empty means any operation.
+    pub operations: Operations,
+    pub namespaces: Vec<NamePattern>,
+    pub labels: Vec<Requirement>,
+    pub annotations: Vec<Requirement>,
+    pub fields: Vec<FieldTest>,
+    pub cel: Option<Expression>,
+}
+
+/// A mutation's value: a plain value, or one with `{{ }}` templates to render.
+#[derive(Debug)]
+pub enum ValueSource {
+    Literal(Value),
+    Template(Template),
+}
+
+#[derive(Debug)]
+pub enum MutationKind {
+    Set {
+        path: JsonPath,
+        value: ValueSource,
+    },
+    Merge {
+        path: Option<JsonPath>,
+        value: ValueSource,
+    },
+    Remove {
+        path: JsonPath,
+    },
+    JsonPatch(json_patch::Patch),
+}
+
+#[derive(Debug)]
+pub struct CompiledMutation {
+    /// Where the mutation is written, for messages: `spec.mutations[0].set`.
+    pub field: String,
+    pub when: Option<Expression>,
+    pub kind: MutationKind,
+}
+
+#[derive(Debug)]
+pub struct CompiledVariable {
+    pub name: String,
+    pub expression: Expression,
+}
+
+#[derive(Debug)]
+pub struct CompiledValidation {
+    pub expression: Expression,
+    pub message: String,
+}
+
+/// One policy, ready to evaluate.
+#[derive(Debug)]
+pub struct CompiledPolicy {
+    pub name: String,
+    pub order: i32,
+    pub failure_policy: FailurePolicy,
+    pub mode: Mode,
+    pub file: PathBuf,
+    pub matcher: Conditions,
+    pub exclude: Option<Conditions>,
+    pub params: Value,
+    pub variables: Vec<CompiledVariable>,
+    pub validations: Vec<CompiledValidation>,
+    pub mutations: Vec<CompiledMutation>,
+    /// What the policy's expressions refer to, so a CEL scope converts only that.
+    pub needs: Needs,
+    /// True when the policy has any CEL expression or template.
+    pub uses_cel: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        for (pattern, text, expected) in [
+            ("*", "anything", true),
+            ("dynamo-*", "dynamo-system", true),
+            ("dynamo-*", "other", false),
+            ("*-system", "kube-system", true),
+            ("a*b*c", "aXXbYYc", true),
+            ("a*b*c", "aXXcYYb", false),
+            ("exact", "exact", true),
+            ("exact", "exactly", false),
+            ("a*a", "a", false),
+        ] {
+            assert_eq!(glob_match(pattern, text), expected, "{pattern} vs {text}");
+        }
+    }
+
+    #[test]
+    fn resource_rules() {
+        let pods = ResourceRule::parse("pods").unwrap();
+        assert!(pods.matches("", "v1", "pods", ""));
+        assert!(!pods.matches("", "v1", "pods", "status"));
+        let status = ResourceRule::parse("nodes/status").unwrap();
+        assert!(status.matches("", "v1", "nodes", "status"));
+        assert!(!status.matches("", "v1", "nodes", ""));
+        let sts = ResourceRule::parse("apps/v1/statefulsets").unwrap();
+        assert!(sts.matches("apps", "v1", "statefulsets", ""));
+        assert!(!sts.matches("", "v1", "statefulsets", ""));
+        let core = ResourceRule::parse("core/*/pods").unwrap();
+        assert!(core.matches("", "v1", "pods", ""));
+        assert!(ResourceRule::parse("a/b/c/d/e").is_err());
+        assert!(ResourceRule::parse("Pods").is_err());
+    }
+}

@@ -1,0 +1,326 @@
+//! Reading policy sources: files and directories -> parsed documents, or findings.
+//!
+//! A directory is read non-recursively; entries whose names start with `.` (a mounted
+//! ConfigMap's `..data` and `..2026_…` directories) are skipped, and every visible
+//! `*.yaml`, `*.yml` and `*.json` file is read through its visible path, so a kubelet
+//! symlink swap is seen as a whole.
+
+use std::path::{Path, PathBuf};
+
+use super::findings::Finding;
+use super::model::{API_VERSION, KIND, PolicyDocument};
+
+/// One source file's text, kept for the revision hash and for locating findings.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// One parsed policy document and where it came from.
+#[derive(Debug, Clone)]
+pub struct ParsedDocument {
+    pub file: PathBuf,
+    /// 1-based line of the document's first line in the file.
+    pub first_line: usize,
+    /// The document's own text, for locating compile findings.
+    pub text: String,
+    pub document: PolicyDocument,
+}
+
+/// Reads every policy file named by `paths` (files, or directories of files).
+pub fn read_sources(paths: &[PathBuf], findings: &mut Vec<Finding>) -> Vec<Source> {
+    let mut sources = Vec::new();
+    for path in paths {
+        let metadata = match std::fs::metadata(path) {
+            Ok(metadata) => metadata,
+            Err(error) => {
+                findings.push(Finding::error(path, format!("cannot read: {error}")));
+                continue;
+            }
+        };
+        if metadata.is_dir() {
+            read_directory(path, &mut sources, findings);
+        } else {
+            read_file(path, &mut sources, findings);
+        }
+    }
+    sources
+}
+
+fn read_directory(dir: &Path, sources: &mut Vec<Source>, findings: &mut Vec<Finding>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) => {
+            findings.push(Finding::error(
+                dir,
+                format!("cannot read directory: {error}"),
+            ));
+            return;
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| is_policy_file_name(&entry.file_name().to_string_lossy()))
+        .map(|entry| entry.path())
+        .filter(|path| path.is_file())
+        .collect();
+    files.sort();
+    for file in files {
+        read_file(&file, sources, findings);
+    }
+}
+
+/// Whether a directory entry is read as a policy file.
+pub fn is_policy_file_name(name: &str) -> bool {
+    !name.starts_with('.')
+        && (name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json"))
+}
+
+fn read_file(path: &Path, sources: &mut Vec<Source>, findings: &mut Vec<Finding>) {
+    match std::fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => sources.push(Source {
+                path: path.to_path_buf(),
+                text,
+            }),
+            Err(_) => findings.push(Finding::error(path, "file is not valid UTF-8")),
+        },
+        Err(error) => findings.push(Finding::error(path, format!("cannot read: {error}"))),
+    }
+}
+
+/// Splits a source into YAML documents and parses each as a `MutationPolicy`.
+pub fn parse_source(source: &Source, findings: &mut Vec<Finding>) -> Vec<ParsedDocument> {
+    let mut documents = Vec::new();
+    for chunk in split_documents(&source.text) {
+        if let Some(document) = parse_document(&source.path, &chunk, findings) {
+            documents.push(document);
+        }
+    }
+    documents
+}
+
+/// A document's text and its first line in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Chunk {
+    first_line: usize,
+    text: String,
+}
+
+/// Splits on `---` separator lines, dropping documents that hold only comments or blanks.
+fn split_documents(text: &str) -> Vec<Chunk> {
+    let mut chunks = Vec::new();
+    let mut current = String::new();
+    let mut first_line = 1;
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_end();
+        if trimmed == "---" || trimmed.starts_with("--- ") || trimmed == "..." {
+            chunks.push(Chunk {
+                first_line,
+                text: std::mem::take(&mut current),
+            });
+            first_line = index + 2;
+            continue;
+        }
+        current.push_str(line);
+        current.push('\n');
+    }
+    chunks.push(Chunk {
+        first_line,
+        text: current,
+    });
+    chunks.retain(|chunk| {
+        chunk.text.lines().any(|line| {
+            let line = line.trim();
+            !line.is_empty() && !line.starts_with('#')
+        })
+    });
+    chunks
+}
+
+fn parse_document(
+    file: &Path,
+    chunk: &Chunk,
+    findings: &mut Vec<Finding>,
+) -> Option<ParsedDocument> {
+    let line_of = |location: Option<serde_yaml::Location>| {
+        location.map(|location| chunk.first_line + location.line() - 1)
+    };
+    // A first, untyped pass gives syntax errors with their line, and lets the
+    // apiVersion/kind check speak before unknown-field errors would.
+    let value: serde_yaml::Value = match serde_yaml::from_str(&chunk.text) {
+        Ok(value) => value,
+        Err(error) => {
+            findings.push(
+                Finding::error(file, format!("invalid YAML: {}", strip_location(&error)))
+                    .at_line(line_of(error.location()).or(Some(chunk.first_line))),
+            );
+            return None;
+        }
+    };
+    let header = Header::read(&value);
+    let line = |needle: &str| locate(chunk, needle);
+    if header.api_version != API_VERSION || header.kind != KIND {
+        let (field, got) = if header.api_version != API_VERSION {
+            ("apiVersion", header.api_version.clone())
+        } else {
+            ("kind", header.kind.clone())
+        };
+        findings.push(
+            Finding::error(
+                file,
+                format!(
+                    "unsupported {field} {got:?}: expected apiVersion {API_VERSION} and kind {KIND}"
+                ),
+            )
+            .at_line(line(field).or(Some(chunk.first_line)))
+            .in_policy(header.name.clone())
+            .at_field(field),
+        );
+        return None;
+    }
+    if header.name.is_empty() {
+        findings.push(
+            Finding::error(file, "missing metadata.name")
+                .at_line(line("metadata").or(Some(chunk.first_line)))
+                .at_field("metadata.name")
+                .with_hint(
+                    "every policy needs a unique name; it appears in logs, metrics and warnings",
+                ),
+        );
+        return None;
+    }
+    let deserializer = serde_yaml::Deserializer::from_str(&chunk.text);
+    match serde_path_to_error::deserialize::<_, PolicyDocument>(deserializer) {
+        Ok(document) => Some(ParsedDocument {
+            file: file.to_path_buf(),
+            first_line: chunk.first_line,
+            text: chunk.text.clone(),
+            document,
+        }),
+        Err(error) => {
+            let field = yaml_field_path(&error.path().to_string());
+            let inner = error.inner();
+            let last_key = field
+                .rsplit(['.', '['])
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let at = line_of(inner.location()).or_else(|| line(&last_key));
+            let mut finding = Finding::error(file, strip_location(inner))
+                .at_line(at)
+                .in_policy(header.name)
+                .at_field(field);
+            if let Some(hint) = hint_for(&inner.to_string()) {
+                finding = finding.with_hint(hint);
+            }
+            findings.push(finding);
+            None
+        }
+    }
+}
+
+/// The identifying fields of a document, read leniently before full parsing.
+struct Header {
+    api_version: String,
+    kind: String,
+    name: String,
+}
+
+impl Header {
+    fn read(value: &serde_yaml::Value) -> Header {
+        let text = |v: Option<&serde_yaml::Value>| {
+            v.and_then(serde_yaml::Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        Header {
+            api_version: text(value.get("apiVersion")),
+            kind: text(value.get("kind")),
+            name: text(value.get("metadata").and_then(|m| m.get("name"))),
+        }
+    }
+}
+
+/// serde_path_to_error writes the document root as `.`.
+fn yaml_field_path(path: &str) -> String {
+    if path == "." {
+        return String::new();
+    }
+    path.to_string()
+}
+
+/// serde_yaml appends "at line L column C"; the finding carries the line itself.
+fn strip_location(error: &serde_yaml::Error) -> String {
+    let text = error.to_string();
+    match text.find(" at line ") {
+        Some(index) => text[..index].to_string(),
+        None => text,
+    }
+}
+
+fn hint_for(message: &str) -> Option<&'static str> {
+    if message.contains("unknown variant") && message.contains("`set`") {
+        return Some("each mutation is exactly one of set, merge, remove, jsonPatch");
+    }
+    if message.contains("unknown field") {
+        return Some("check the spelling against schema/mutationpolicy.schema.json");
+    }
+    None
+}
+
+/// The 1-based file line of the first line in the chunk that mentions `needle` as a key
+/// or a value, for findings found after parsing.
+pub fn locate_in(text: &str, first_line: usize, needle: &str) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    let key = format!("{needle}:");
+    let found = text
+        .lines()
+        .position(|line| {
+            let line = line.trim_start().trim_start_matches("- ");
+            line.starts_with(&key)
+        })
+        .or_else(|| text.lines().position(|line| line.contains(needle)))?;
+    Some(first_line + found)
+}
+
+fn locate(chunk: &Chunk, needle: &str) -> Option<usize> {
+    locate_in(&chunk.text, chunk.first_line, needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_documents_and_keeps_line_numbers() {
+        let text = "# header\n---\na: 1\n---\n# only a comment\n---\nb: 2\n";
+        let chunks = split_documents(text);
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(chunks[0].first_line, 3);
+        assert_eq!(chunks[0].text, "a: 1\n");
+        assert_eq!(chunks[1].first_line, 7);
+    }
+
+    #[test]
+    fn skips_dot_entries_and_other_extensions() {
+        assert!(is_policy_file_name("a.yaml"));
+        assert!(is_policy_file_name("a.yml"));
+        assert!(is_policy_file_name("a.json"));
+        assert!(!is_policy_file_name("..data"));
+        assert!(!is_policy_file_name(".hidden.yaml"));
+        assert!(!is_policy_file_name("README.md"));
+    }
+
+    #[test]
+    fn field_paths_use_yaml_names() {
+        assert_eq!(
+            yaml_field_path("spec.match.resources"),
+            "spec.match.resources"
+        );
+        assert_eq!(yaml_field_path("."), "");
+    }
+}

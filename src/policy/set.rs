@@ -1,0 +1,120 @@
+//! The immutable, indexed snapshot of every compiled policy.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::compiled::{CompiledPolicy, Operation};
+
+/// Candidate lists for one (resource, subresource), one per operation.
+type ByOperation = [Vec<u32>; 4];
+
+/// Every policy in evaluation order, plus an index on (resource, subresource, operation)
+/// so a request only looks at the policies that can match it.
+#[derive(Debug, Default)]
+pub struct PolicySet {
+    policies: Vec<Arc<CompiledPolicy>>,
+    /// resource -> subresource ("" for none) -> operation -> policy positions, ascending.
+    index: HashMap<String, HashMap<String, ByOperation>>,
+    /// Policies whose rules use a wildcard resource or subresource, per operation.
+    wildcard: ByOperation,
+    revision: String,
+}
+
+fn slot(operation: Operation) -> usize {
+    match operation {
+        Operation::Create => 0,
+        Operation::Update => 1,
+        Operation::Delete => 2,
+        Operation::Connect => 3,
+    }
+}
+
+impl PolicySet {
+    pub fn empty() -> PolicySet {
+        PolicySet::new(Vec::new(), super::revision_of(&[]))
+    }
+
+    /// Sorts by (order, name) and builds the index.
+    pub fn new(mut policies: Vec<CompiledPolicy>, revision: String) -> PolicySet {
+        policies.sort_by(|a, b| a.order.cmp(&b.order).then_with(|| a.name.cmp(&b.name)));
+        let policies: Vec<Arc<CompiledPolicy>> = policies.into_iter().map(Arc::new).collect();
+        let mut index: HashMap<String, HashMap<String, ByOperation>> = HashMap::new();
+        let mut wildcard = ByOperation::default();
+        for (position, policy) in policies.iter().enumerate() {
+            let position = position as u32;
+            let operations = if policy.matcher.operations.is_empty() {
+                super::compiled::Operations::ALL
+            } else {
+                policy.matcher.operations
+            };
+            for rule in &policy.matcher.resources {
+                for operation in operations.iter() {
+                    let list = if rule.is_wildcard() {
+                        &mut wildcard[slot(operation)]
+                    } else {
+                        let by_sub = index.entry(rule.resource.clone()).or_default();
+                        let sub = rule.subresource.clone().unwrap_or_default();
+                        &mut by_sub.entry(sub).or_default()[slot(operation)]
+                    };
+                    if list.last() != Some(&position) {
+                        list.push(position);
+                    }
+                }
+            }
+        }
+        // Each exact entry also holds the wildcard policies, merged in order, so a
+        // lookup is one slice.
+        for by_sub in index.values_mut() {
+            for lists in by_sub.values_mut() {
+                for (list, extra) in lists.iter_mut().zip(wildcard.iter()) {
+                    list.extend_from_slice(extra);
+                    list.sort_unstable();
+                    list.dedup();
+                }
+            }
+        }
+        PolicySet {
+            policies,
+            index,
+            wildcard,
+            revision,
+        }
+    }
+
+    /// A content hash of the sources: equal for identical policy files.
+    pub fn revision(&self) -> &str {
+        &self.revision
+    }
+
+    pub fn len(&self) -> usize {
+        self.policies.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+
+    /// Every policy, in evaluation order.
+    pub fn policies(&self) -> impl Iterator<Item = &CompiledPolicy> {
+        self.policies.iter().map(AsRef::as_ref)
+    }
+
+    /// The policies whose resource rules can match, in evaluation order.
+    pub fn candidates(
+        &self,
+        resource: &str,
+        subresource: &str,
+        operation: Operation,
+    ) -> impl Iterator<Item = &CompiledPolicy> {
+        let positions = self
+            .index
+            .get(resource)
+            .and_then(|by_sub| by_sub.get(subresource))
+            .map_or(&self.wildcard[slot(operation)], |lists| {
+                &lists[slot(operation)]
+            });
+        positions
+            .iter()
+            .filter_map(|&position| self.policies.get(position as usize).map(AsRef::as_ref))
+    }
+}
