@@ -18,4 +18,5 @@ pub mod cli;
 pub mod engine;
 pub mod expr;
 pub mod k8s;
+pub mod offline;
 pub mod policy;

@@ -1,10 +1,127 @@
-//! `graft lint` (placeholder).
+//! `graft lint`: check policy files and print every finding.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+use clap::ValueEnum;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("graft lint is not implemented yet")
+use crate::policy::{self, Finding, Severity};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One finding per line: `file[:line]: policy NAME: field.path: message (hint: ...)`.
+    #[default]
+    Text,
+    /// A JSON object with every finding, for tools.
+    Json,
+}
+
+/// Check policy files and report every problem.
+///
+/// Exit codes: 0 no errors, 1 findings (errors; warnings too with --strict), 2 usage error.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  graft lint\n  graft lint policies/ extra-policy.yaml --format json"
+)]
+pub struct Args {
+    /// Policy files or directories (non-recursive).
+    #[arg(default_value = "policies")]
+    pub paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Treat warnings as findings that fail the run.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    for path in &args.paths {
+        if !path.exists() {
+            anyhow::bail!("{}: no such file or directory", path.display());
+        }
+    }
+    let report = lint(&args.paths);
+    match args.format {
+        Format::Text => print_text(&report),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report.to_json())?),
+    }
+    Ok(report.exit_code(args.strict))
+}
+
+/// Lints `paths` and prints the findings as text: the shared path of `graft lint` and
+/// `graft serve --lint`.
+pub fn lint_paths(paths: &[PathBuf]) -> ExitCode {
+    if let Some(missing) = paths.iter().find(|p| !p.exists()) {
+        eprintln!("error: {}: no such file or directory", missing.display());
+        return ExitCode::from(super::EXIT_USAGE);
+    }
+    let report = lint(paths);
+    print_text(&report);
+    report.exit_code(false)
+}
+
+/// The findings of one lint run.
+#[derive(Debug)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    /// Policies loaded, when there were no errors.
+    pub policies: usize,
+}
+
+impl Report {
+    fn count(&self, severity: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .count()
+    }
+
+    pub fn exit_code(&self, strict: bool) -> ExitCode {
+        let failing = self.count(Severity::Error)
+            + if strict {
+                self.count(Severity::Warning)
+            } else {
+                0
+            };
+        if failing == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "findings": self.findings,
+            "errors": self.count(Severity::Error),
+            "warnings": self.count(Severity::Warning),
+            "policies": self.policies,
+        })
+    }
+}
+
+pub fn lint(paths: &[PathBuf]) -> Report {
+    match policy::load(paths) {
+        Ok(loaded) => Report {
+            policies: loaded.set.len(),
+            findings: loaded.warnings,
+        },
+        Err(findings) => Report {
+            findings: findings.0,
+            policies: 0,
+        },
+    }
+}
+
+fn print_text(report: &Report) {
+    for finding in &report.findings {
+        println!("{finding}");
+    }
+    let errors = report.count(Severity::Error);
+    let warnings = report.count(Severity::Warning);
+    if errors == 0 {
+        eprintln!("{} policies OK, {warnings} warning(s)", report.policies);
+    } else {
+        eprintln!("{errors} error(s), {warnings} warning(s)");
+    }
 }

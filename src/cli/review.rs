@@ -1,10 +1,33 @@
-//! `graft review` (placeholder).
+//! `graft review`: answer one AdmissionReview exactly as the server would.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+use super::input::{load_policies, read_input};
+use crate::admission;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("graft review is not implemented yet")
+/// Answer one AdmissionReview (v1 or v1beta1) and print the response review exactly
+/// as `graft serve` sends it: same apiVersion, uid echoed, base64 patch.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  graft review --policies policies/ review.json\n  graft review review.json | jq -r .response.patch | base64 -d | jq ."
+)]
+pub struct Args {
+    /// Policy files or directories.
+    #[arg(long, default_value = "policies")]
+    pub policies: Vec<PathBuf>,
+    /// An AdmissionReview in JSON; `-` (the default) for standard input.
+    #[arg(default_value = "-")]
+    pub file: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let set = load_policies(&args.policies)?;
+    let body = read_input(&args.file)?;
+    let reviewed = admission::review(&body, &set)?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(&reviewed.to_json())?;
+    writeln!(stdout)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,10 +1,402 @@
-//! `graft test` (placeholder).
+//! `graft test`: run policy test suites.
+//!
+//! A suite is a YAML document of `kind: PolicyTest`. Each case gives an input (an
+//! object, or a whole AdmissionReview) and what must come out (the mutated object, no
+//! change, or a denial). Every case also checks convergence: evaluating the policies
+//! again on their own output must give an empty patch.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use serde_json::Value;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("graft test is not implemented yet")
+use super::input::load_policies;
+use crate::admission::{self, AdmissionRequest};
+use crate::engine::{self, Evaluation, Outcome};
+use crate::offline::{self, RequestOptions};
+use crate::policy::PolicySet;
+
+/// Run policy test suites (`kind: PolicyTest` YAML files).
+///
+/// Exit codes: 0 every case passed, 1 a case failed, 2 usage error.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  graft test\n  graft test tests/policies/multus-networks.yaml")]
+pub struct Args {
+    /// Suite files, or directories searched recursively for *.yaml suites.
+    #[arg(default_value = "tests/policies")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// One suite file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Suite {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: SuiteMetadata,
+    pub spec: SuiteSpec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteMetadata {
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SuiteSpec {
+    /// Policy files or directories, relative to the suite file.
+    pub policies: Vec<PathBuf>,
+    pub cases: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Case {
+    pub name: String,
+    /// CREATE by default.
+    #[serde(default)]
+    pub operation: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// `RESOURCE` or `RESOURCE/SUBRESOURCE`; derived from the kind by default.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// The object, inline.
+    #[serde(default)]
+    pub object: Option<Value>,
+    /// The object, from a YAML or JSON file relative to the suite.
+    #[serde(default)]
+    pub object_file: Option<PathBuf>,
+    #[serde(default)]
+    pub old_object: Option<Value>,
+    /// A whole AdmissionReview file (relative to the suite), instead of an object.
+    #[serde(default)]
+    pub review_file: Option<PathBuf>,
+    pub expect: Expect,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Expect {
+    /// The whole mutated object.
+    #[serde(default)]
+    pub object: Option<Value>,
+    #[serde(default)]
+    pub object_file: Option<PathBuf>,
+    /// No change at all: no patch.
+    #[serde(default)]
+    pub unchanged: bool,
+    /// A denial whose message contains this text.
+    #[serde(default)]
+    pub denied: Option<String>,
+    /// Warnings that must appear (each a substring of some warning).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Exactly these policies changed the object, in order.
+    #[serde(default)]
+    pub applied: Option<Vec<String>>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let files = suite_files(&args.paths)?;
+    if files.is_empty() {
+        bail!("no test suites found in {:?}", args.paths);
+    }
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for file in files {
+        let results = run_suite_file(&file)?;
+        for result in results {
+            match result.failure {
+                None => {
+                    passed += 1;
+                    println!("PASS {}: {}", result.suite, result.case);
+                }
+                Some(failure) => {
+                    failed += 1;
+                    println!(
+                        "FAIL {}: {}\n{}",
+                        result.suite,
+                        result.case,
+                        indent(&failure)
+                    );
+                }
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The outcome of one case.
+#[derive(Debug)]
+pub struct CaseResult {
+    pub suite: String,
+    pub case: String,
+    /// `None` when the case passed; otherwise a readable explanation with a diff.
+    pub failure: Option<String>,
+}
+
+/// Runs every case of one suite file.
+pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let suite: Suite =
+        serde_yaml::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
+    if suite.kind != "PolicyTest" || suite.api_version != crate::policy::model::API_VERSION {
+        bail!(
+            "{}: expected apiVersion {} and kind PolicyTest",
+            file.display(),
+            crate::policy::model::API_VERSION
+        );
+    }
+    let base = file.parent().unwrap_or(Path::new("."));
+    let policy_paths: Vec<PathBuf> = suite.spec.policies.iter().map(|p| base.join(p)).collect();
+    let set = load_policies(&policy_paths)?;
+    suite
+        .spec
+        .cases
+        .iter()
+        .map(|case| {
+            let failure = run_case(case, base, &set)
+                .with_context(|| format!("{}: case {:?}", file.display(), case.name))?;
+            Ok(CaseResult {
+                suite: suite.metadata.name.clone(),
+                case: case.name.clone(),
+                failure,
+            })
+        })
+        .collect()
+}
+
+fn run_case(case: &Case, base: &Path, set: &PolicySet) -> anyhow::Result<Option<String>> {
+    let request = case_request(case, base)?;
+    let original = request.object.clone();
+    let evaluation = engine::evaluate(&request, set);
+    let mut problems = Vec::new();
+    check_outcome(case, base, &evaluation, original.as_ref(), &mut problems)?;
+    for expected in &case.expect.warnings {
+        if !evaluation.warnings.iter().any(|w| w.contains(expected)) {
+            problems.push(format!(
+                "no warning contains {expected:?}; warnings: {:?}",
+                evaluation.warnings
+            ));
+        }
+    }
+    if let Some(expected) = &case.expect.applied {
+        let applied: Vec<&str> = evaluation.applied().collect();
+        if applied != expected.iter().map(String::as_str).collect::<Vec<_>>() {
+            problems.push(format!(
+                "applied policies: expected {expected:?}, got {applied:?}"
+            ));
+        }
+    }
+    if let Some(original) = &original {
+        check_patch_applies(original, &evaluation, &mut problems);
+        check_converges(&request, &evaluation, set, &mut problems);
+    }
+    Ok((!problems.is_empty()).then(|| problems.join("\n")))
+}
+
+fn case_request(case: &Case, base: &Path) -> anyhow::Result<AdmissionRequest> {
+    if let Some(review_file) = &case.review_file {
+        let body = std::fs::read(base.join(review_file))
+            .with_context(|| format!("reading {}", review_file.display()))?;
+        return Ok(admission::parse(&body)?.request);
+    }
+    let object = match (&case.object, &case.object_file) {
+        (Some(object), None) => object.clone(),
+        (None, Some(path)) => read_single_object(&base.join(path))?,
+        _ => bail!("give exactly one of object, objectFile, reviewFile"),
+    };
+    let options = RequestOptions {
+        operation: case.operation.clone(),
+        namespace: case.namespace.clone(),
+        resource: case.resource.clone(),
+        old_object: case.old_object.clone(),
+    };
+    Ok(offline::request_for(object, &options, "graft-test"))
+}
+
+fn read_single_object(path: &Path) -> anyhow::Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut objects = offline::read_objects(&text)?;
+    if objects.len() != 1 {
+        bail!(
+            "{}: expected one object, found {}",
+            path.display(),
+            objects.len()
+        );
+    }
+    Ok(objects.remove(0))
+}
+
+fn check_outcome(
+    case: &Case,
+    base: &Path,
+    evaluation: &Evaluation,
+    original: Option<&Value>,
+    problems: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let expect = &case.expect;
+    match (&evaluation.outcome, &expect.denied) {
+        (Outcome::Denied { message }, Some(expected)) => {
+            if !message.contains(expected.as_str()) {
+                problems.push(format!(
+                    "denied with {message:?}, which does not contain {expected:?}"
+                ));
+            }
+            return Ok(());
+        }
+        (Outcome::Denied { message }, None) => {
+            problems.push(format!("unexpected denial: {message}"));
+            return Ok(());
+        }
+        (Outcome::Allowed, Some(expected)) => {
+            problems.push(format!(
+                "expected a denial containing {expected:?}, but the request was allowed"
+            ));
+            return Ok(());
+        }
+        (Outcome::Allowed, None) => {}
+    }
+    let expected_object = match (&expect.object, &expect.object_file) {
+        (Some(object), None) => Some(object.clone()),
+        (None, Some(path)) => Some(read_single_object(&base.join(path))?),
+        (None, None) => None,
+        (Some(_), Some(_)) => bail!("give at most one of expect.object and expect.objectFile"),
+    };
+    if expect.unchanged && !evaluation.patch.0.is_empty() {
+        problems.push(format!(
+            "expected no change, got patch {}",
+            serde_json::to_string(&evaluation.patch).unwrap_or_default()
+        ));
+    }
+    if let Some(expected) = expected_object {
+        let actual = evaluation
+            .mutated
+            .as_ref()
+            .or(original)
+            .cloned()
+            .unwrap_or(Value::Null);
+        if actual != expected {
+            problems.push(format!(
+                "object differs (- expected, + actual):\n{}",
+                diff(&expected, &actual)
+            ));
+        }
+    }
+    if !expect.unchanged
+        && expect.object.is_none()
+        && expect.object_file.is_none()
+        && expect.warnings.is_empty()
+        && expect.applied.is_none()
+    {
+        bail!(
+            "expect needs at least one of object, objectFile, unchanged, denied, warnings, applied"
+        );
+    }
+    Ok(())
+}
+
+/// The patch must apply to the original and give exactly the mutated object.
+fn check_patch_applies(original: &Value, evaluation: &Evaluation, problems: &mut Vec<String>) {
+    let Some(mutated) = &evaluation.mutated else {
+        return;
+    };
+    let mut patched = original.clone();
+    match json_patch::patch(&mut patched, &evaluation.patch) {
+        Ok(()) if &patched == mutated => {}
+        Ok(()) => problems
+            .push("the patch applied to the original does not give the mutated object".to_string()),
+        Err(error) => problems.push(format!("the patch does not apply to the original: {error}")),
+    }
+}
+
+/// Running the policies again on their own output must change nothing.
+fn check_converges(
+    request: &AdmissionRequest,
+    evaluation: &Evaluation,
+    set: &PolicySet,
+    problems: &mut Vec<String>,
+) {
+    let Some(mutated) = &evaluation.mutated else {
+        return;
+    };
+    let mut again = request.clone();
+    again.object = Some(mutated.clone());
+    let second = engine::evaluate(&again, set);
+    if !second.patch.0.is_empty() {
+        problems.push(format!(
+            "not convergent: a second pass gives patch {}",
+            serde_json::to_string(&second.patch).unwrap_or_default()
+        ));
+    }
+}
+
+/// A line diff of the two objects as YAML.
+fn diff(expected: &Value, actual: &Value) -> String {
+    let expected = serde_yaml::to_string(expected).unwrap_or_default();
+    let actual = serde_yaml::to_string(actual).unwrap_or_default();
+    similar::TextDiff::from_lines(&expected, &actual)
+        .unified_diff()
+        .context_radius(3)
+        .to_string()
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|line| format!("    {line}\n")).collect()
+}
+
+fn suite_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            collect_yaml(path, &mut files)?;
+        } else if path.is_file() {
+            files.push(path.clone());
+        } else {
+            bail!("{}: no such file or directory", path.display());
+        }
+    }
+    Ok(files)
+}
+
+fn collect_yaml(dir: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .collect();
+    entries.sort();
+    for entry in entries {
+        let name = entry
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with('.') {
+            continue;
+        }
+        if entry.is_dir() {
+            collect_yaml(&entry, files)?;
+        } else if is_suite(&entry) {
+            files.push(entry);
+        }
+    }
+    Ok(())
+}
+
+/// A YAML file whose text declares `kind: PolicyTest`.
+fn is_suite(path: &Path) -> bool {
+    let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+    yaml && std::fs::read_to_string(path)
+        .is_ok_and(|text| text.lines().any(|l| l.trim() == "kind: PolicyTest"))
 }

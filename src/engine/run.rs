@@ -186,7 +186,7 @@ fn plan_policy<'p>(
     let mut plan = Vec::with_capacity(policy.mutations.len());
     for mutation in &policy.mutations {
         if let Some(when) = &mutation.when
-            && !condition_holds(scope.as_deref(), when, &format!("{}.when", mutation.field))?
+            && !condition_holds(scope.as_deref(), when, &when_field(&mutation.field))?
         {
             continue;
         }
@@ -277,4 +277,10 @@ fn write_locations(path: &JsonPath, document: &Value) -> Vec<Vec<Token>> {
 fn protected_values(document: &Value) -> [Option<Value>; 3] {
     let metadata = document.get("metadata");
     ["name", "namespace", "uid"].map(|key| metadata.and_then(|m| m.get(key)).cloned())
+}
+
+/// `spec.mutations[0].set` -> `spec.mutations[0].when`.
+fn when_field(field: &str) -> String {
+    let base = field.rsplit_once('.').map_or(field, |(base, _)| base);
+    format!("{base}.when")
 }

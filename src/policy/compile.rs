@@ -409,50 +409,47 @@ impl Compiler<'_> {
 
     fn mutation(&mut self, i: usize, mutation: &Mutation) -> Option<CompiledMutation> {
         let base = format!("spec.mutations[{i}]");
-        let (field, when, kind) = match mutation {
-            Mutation::Set(set) => {
-                let field = format!("{base}.set");
-                let path = self.target_path(&format!("{field}.path"), &set.path, false)?;
-                let value = self.template(&format!("{field}.value"), &set.value)?;
-                (
-                    field,
-                    set.when.as_deref(),
-                    MutationKind::Set { path, value },
-                )
-            }
-            Mutation::Merge(merge) => {
-                let field = format!("{base}.merge");
-                let path = match &merge.path {
-                    Some(source) => {
-                        Some(self.target_path(&format!("{field}.path"), source, true)?)
-                    }
-                    None => None,
-                };
-                self.check_protected_fragment(
-                    &format!("{field}.value"),
-                    path.as_ref(),
-                    &merge.value,
-                );
-                let value = self.template(&format!("{field}.value"), &merge.value)?;
-                (
-                    field,
-                    merge.when.as_deref(),
-                    MutationKind::Merge { path, value },
-                )
-            }
-            Mutation::Remove(remove) => {
-                let field = format!("{base}.remove");
-                let path = self.target_path(&format!("{field}.path"), &remove.path, false)?;
-                (field, remove.when.as_deref(), MutationKind::Remove { path })
-            }
-            Mutation::JsonPatch(operations) => {
-                let field = format!("{base}.jsonPatch");
-                let patch = self.json_patch(&field, operations)?;
-                (field, None, MutationKind::JsonPatch(patch))
-            }
+        let given = [
+            mutation.set.is_some(),
+            mutation.merge.is_some(),
+            mutation.remove.is_some(),
+            mutation.json_patch.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            self.error(
+                &base,
+                "mutations",
+                "a mutation needs exactly one of set, merge, remove, jsonPatch",
+                Some("split it into one list item per change"),
+            );
+            return None;
+        }
+        let (field, kind) = if let Some(set) = &mutation.set {
+            let field = format!("{base}.set");
+            let path = self.target_path(&format!("{field}.path"), &set.path, false)?;
+            let value = self.template(&format!("{field}.value"), &set.value)?;
+            (field, MutationKind::Set { path, value })
+        } else if let Some(merge) = &mutation.merge {
+            let field = format!("{base}.merge");
+            let path = match &merge.path {
+                Some(source) => Some(self.target_path(&format!("{field}.path"), source, true)?),
+                None => None,
+            };
+            self.check_protected_fragment(&format!("{field}.value"), path.as_ref(), &merge.value);
+            let value = self.template(&format!("{field}.value"), &merge.value)?;
+            (field, MutationKind::Merge { path, value })
+        } else if let Some(remove) = &mutation.remove {
+            let field = format!("{base}.remove");
+            let path = self.target_path(&format!("{field}.path"), &remove.path, false)?;
+            (field, MutationKind::Remove { path })
+        } else {
+            let operations = mutation.json_patch.as_deref().unwrap_or_default();
+            let field = format!("{base}.jsonPatch");
+            let patch = self.json_patch(&field, operations)?;
+            (field, MutationKind::JsonPatch(patch))
         };
-        let when = match when {
-            Some(source) => Some(self.expression(&format!("{field}.when"), source)?),
+        let when = match mutation.when.as_deref() {
+            Some(source) => Some(self.expression(&format!("{base}.when"), source)?),
             None => None,
         };
         Some(CompiledMutation { field, when, kind })

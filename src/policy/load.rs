@@ -208,7 +208,15 @@ fn parse_document(
                 .unwrap_or_default()
                 .to_string();
             let at = line_of(inner.location()).or_else(|| line(&last_key));
-            let mut finding = Finding::error(file, strip_location(inner))
+            let message = strip_location(inner);
+            // serde_yaml already prefixes some messages with the path.
+            let message = match message.split_once(": ") {
+                Some((prefix, rest)) if !prefix.contains(' ') && field.starts_with(prefix) => {
+                    rest.to_string()
+                }
+                _ => message,
+            };
+            let mut finding = Finding::error(file, message)
                 .at_line(at)
                 .in_policy(header.name)
                 .at_field(field);
@@ -261,9 +269,6 @@ fn strip_location(error: &serde_yaml::Error) -> String {
 }
 
 fn hint_for(message: &str) -> Option<&'static str> {
-    if message.contains("unknown variant") && message.contains("`set`") {
-        return Some("each mutation is exactly one of set, merge, remove, jsonPatch");
-    }
     if message.contains("unknown field") {
         return Some("check the spelling against schema/mutationpolicy.schema.json");
     }

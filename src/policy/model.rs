@@ -189,18 +189,25 @@ pub struct Validation {
     pub message: String,
 }
 
-/// One change to the object. Exactly one of the keys is given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// One change to the object: exactly one of `set`, `merge`, `remove`, `jsonPatch`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub enum Mutation {
+pub struct Mutation {
     /// Set the value at a JSONPath location, creating missing parents.
-    Set(SetMutation),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<SetMutation>,
     /// Merge a fragment: maps recursively, lists of named objects by `name`.
-    Merge(MergeMutation),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeMutation>,
     /// Remove every location the JSONPath selects.
-    Remove(RemoveMutation),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove: Option<RemoveMutation>,
     /// Raw RFC 6902 operations, applied to the object as mutated so far.
-    JsonPatch(Vec<JsonPatchOperation>),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_patch: Option<Vec<JsonPatchOperation>>,
+    /// Optional CEL condition; the mutation is skipped when it is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -209,9 +216,6 @@ pub struct SetMutation {
     pub path: String,
     /// Any YAML value; strings may hold `{{ cel }}` templates.
     pub value: Value,
-    /// Optional CEL condition; the mutation is skipped when it is false.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub when: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -222,16 +226,12 @@ pub struct MergeMutation {
     pub path: Option<String>,
     /// The fragment; strings may hold `{{ cel }}` templates.
     pub value: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub when: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RemoveMutation {
     pub path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub when: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,0 +1,206 @@
+//! Admission requests for objects outside a cluster, for `graft apply` and `graft test`.
+
+use serde_json::Value;
+
+use crate::admission::{AdmissionRequest, GroupVersionKind, GroupVersionResource};
+
+/// How to present an object to the engine as an admission request.
+#[derive(Debug, Clone, Default)]
+pub struct RequestOptions {
+    /// `CREATE` when empty.
+    pub operation: String,
+    /// The request namespace; the object's `metadata.namespace`, else `default`, when empty.
+    pub namespace: Option<String>,
+    /// `RESOURCE` or `RESOURCE/SUBRESOURCE`; derived from the object's kind when empty.
+    pub resource: Option<String>,
+    /// For UPDATE and DELETE.
+    pub old_object: Option<Value>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectsError {
+    #[error("document {index}: {source}")]
+    Yaml {
+        index: usize,
+        source: serde_yaml::Error,
+    },
+    #[error(
+        "document {index}: not an object (a Kubernetes object is a map with apiVersion and kind)"
+    )]
+    NotAnObject { index: usize },
+}
+
+/// Reads objects from YAML or JSON text: several documents, and `kind: List` items.
+pub fn read_objects(text: &str) -> Result<Vec<Value>, ObjectsError> {
+    let mut objects = Vec::new();
+    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let value: Value =
+            serde::Deserialize::deserialize(document).map_err(|source| ObjectsError::Yaml {
+                index: index + 1,
+                source,
+            })?;
+        match value {
+            Value::Null => {}
+            Value::Object(ref map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
+                if let Some(Value::Array(items)) = map.get("items") {
+                    objects.extend(items.iter().cloned());
+                }
+            }
+            Value::Object(_) => objects.push(value),
+            _ => return Err(ObjectsError::NotAnObject { index: index + 1 }),
+        }
+    }
+    Ok(objects)
+}
+
+/// Builds the AdmissionRequest the apiserver would send for `object`.
+pub fn request_for(object: Value, options: &RequestOptions, uid: &str) -> AdmissionRequest {
+    let api_version = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("v1");
+    let (group, version) = match api_version.split_once('/') {
+        Some((group, version)) => (group.to_string(), version.to_string()),
+        None => (String::new(), api_version.to_string()),
+    };
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let metadata = object.get("metadata");
+    let text = |key: &str| {
+        metadata
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let (resource, sub_resource) = match options.resource.as_deref() {
+        Some(resource) => match resource.split_once('/') {
+            Some((resource, sub)) => (resource.to_string(), Some(sub.to_string())),
+            None => (resource.to_string(), None),
+        },
+        None => (plural(&kind), None),
+    };
+    let namespace = options
+        .namespace
+        .clone()
+        .or_else(|| text("namespace"))
+        .or_else(|| Some("default".to_string()).filter(|_| !is_cluster_scoped(&kind)));
+    let operation = if options.operation.is_empty() {
+        "CREATE".to_string()
+    } else {
+        options.operation.to_ascii_uppercase()
+    };
+    let old_object = match operation.as_str() {
+        "UPDATE" | "DELETE" => options.old_object.clone().or_else(|| Some(object.clone())),
+        _ => None,
+    };
+    let name = text("name");
+    let object = (operation != "DELETE").then_some(object);
+    AdmissionRequest {
+        uid: uid.to_string(),
+        kind: GroupVersionKind {
+            group: group.clone(),
+            version: version.clone(),
+            kind,
+        },
+        resource: GroupVersionResource {
+            group,
+            version,
+            resource,
+        },
+        sub_resource,
+        name,
+        namespace,
+        operation,
+        user_info: serde_json::json!({"username": "graft-offline"}),
+        object,
+        old_object,
+        dry_run: Some(false),
+    }
+}
+
+/// The plural resource name of a kind, as Kubernetes derives it.
+pub fn plural(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    if lower.ends_with("ss") {
+        return format!("{lower}es");
+    }
+    if lower.is_empty() || lower.ends_with('s') {
+        return lower;
+    }
+    if let Some(stem) = lower.strip_suffix('y')
+        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
+    {
+        return format!("{stem}ies");
+    }
+    if lower.ends_with('x') || lower.ends_with("ch") || lower.ends_with("sh") {
+        return format!("{lower}es");
+    }
+    format!("{lower}s")
+}
+
+fn is_cluster_scoped(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Node"
+            | "Namespace"
+            | "PersistentVolume"
+            | "ClusterRole"
+            | "ClusterRoleBinding"
+            | "StorageClass"
+            | "CustomResourceDefinition"
+            | "MutatingWebhookConfiguration"
+            | "ValidatingWebhookConfiguration"
+            | "PriorityClass"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn plurals() {
+        for (kind, expected) in [
+            ("Pod", "pods"),
+            ("Node", "nodes"),
+            ("StatefulSet", "statefulsets"),
+            ("Ingress", "ingresses"),
+            ("NetworkPolicy", "networkpolicies"),
+            ("Endpoints", "endpoints"),
+            ("Gateway", "gateways"),
+        ] {
+            assert_eq!(plural(kind), expected);
+        }
+    }
+
+    #[test]
+    fn reads_lists_and_documents() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- {kind: Pod}\n- {kind: Pod}\n---\n{\"kind\": \"Node\"}\n---\n";
+        assert_eq!(read_objects(text).unwrap().len(), 3);
+        assert!(matches!(
+            read_objects("- a\n"),
+            Err(ObjectsError::NotAnObject { index: 1 })
+        ));
+    }
+
+    #[test]
+    fn requests_for_cluster_scoped_objects_have_no_namespace() {
+        let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}});
+        let options = RequestOptions {
+            operation: "update".into(),
+            resource: Some("nodes/status".into()),
+            ..RequestOptions::default()
+        };
+        let request = request_for(node.clone(), &options, "u");
+        assert_eq!(request.namespace, None);
+        assert_eq!(request.operation, "UPDATE");
+        assert_eq!(request.resource.resource, "nodes");
+        assert_eq!(request.sub_resource.as_deref(), Some("status"));
+        assert_eq!(request.old_object, Some(node));
+    }
+}
