@@ -99,6 +99,9 @@ pub struct Expect {
     /// Exactly these policies changed the object, in order.
     #[serde(default)]
     pub applied: Option<Vec<String>>,
+    /// Exactly this RFC 6902 patch.
+    #[serde(default)]
+    pub patch: Option<Value>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -188,6 +191,12 @@ fn run_case(case: &Case, base: &Path, set: &PolicySet) -> anyhow::Result<Option<
                 "no warning contains {expected:?}; warnings: {:?}",
                 evaluation.warnings
             ));
+        }
+    }
+    if let Some(expected) = &case.expect.patch {
+        let actual = serde_json::to_value(&evaluation.patch)?;
+        if &actual != expected {
+            problems.push(format!("patch differs (- expected, + actual):\n{}", diff(expected, &actual)));
         }
     }
     if let Some(expected) = &case.expect.applied {
@@ -294,14 +303,15 @@ fn check_outcome(
             ));
         }
     }
-    if !expect.unchanged
-        && expect.object.is_none()
-        && expect.object_file.is_none()
-        && expect.warnings.is_empty()
-        && expect.applied.is_none()
-    {
+    let says_something = expect.unchanged
+        || expect.object.is_some()
+        || expect.object_file.is_some()
+        || expect.patch.is_some()
+        || expect.applied.is_some()
+        || !expect.warnings.is_empty();
+    if !says_something {
         bail!(
-            "expect needs at least one of object, objectFile, unchanged, denied, warnings, applied"
+            "expect needs at least one of object, objectFile, patch, unchanged, denied, warnings, applied"
         );
     }
     Ok(())
