@@ -196,7 +196,10 @@ fn run_case(case: &Case, base: &Path, set: &PolicySet) -> anyhow::Result<Option<
     if let Some(expected) = &case.expect.patch {
         let actual = serde_json::to_value(&evaluation.patch)?;
         if &actual != expected {
-            problems.push(format!("patch differs (- expected, + actual):\n{}", diff(expected, &actual)));
+            problems.push(format!(
+                "patch differs (- expected, + actual):\n{}",
+                diff(expected, &actual)
+            ));
         }
     }
     if let Some(expected) = &case.expect.applied {

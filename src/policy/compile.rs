@@ -9,7 +9,7 @@ use super::compiled::{
     ValueSource,
 };
 use super::findings::Finding;
-use super::load::{ParsedDocument, locate_in};
+use super::load::{ParsedDocument, locate_field, locate_in};
 use super::model::{self, LabelSelector, Match, Mode, Mutation, SelectorOperator};
 use crate::engine::path::{JsonPath, Token};
 use crate::expr::template::Template;
@@ -104,7 +104,8 @@ fn is_empty_match(m: &Match) -> bool {
 
 impl Compiler<'_> {
     fn finding(&mut self, finding: Finding, field: &str, needle: &str) {
-        let line = locate_in(&self.parsed.text, self.parsed.first_line, needle)
+        let line = locate_field(&self.parsed.text, self.parsed.first_line, field)
+            .or_else(|| locate_in(&self.parsed.text, self.parsed.first_line, needle))
             .or(Some(self.parsed.first_line));
         self.findings.push(
             finding

@@ -207,7 +207,9 @@ fn parse_document(
                 .next()
                 .unwrap_or_default()
                 .to_string();
-            let at = line_of(inner.location()).or_else(|| line(&last_key));
+            let at = line_of(inner.location())
+                .or_else(|| locate_field(&chunk.text, chunk.first_line, &field))
+                .or_else(|| line(&last_key));
             let message = strip_location(inner);
             // serde_yaml already prefixes some messages with the path.
             let message = match message.split_once(": ") {
@@ -292,6 +294,135 @@ pub fn locate_in(text: &str, first_line: usize, needle: &str) -> Option<usize> {
     Some(first_line + found)
 }
 
+/// The 1-based file line where `field` (`spec.mutations[1].set.path`) is written,
+/// found by following keys and list items through block-style YAML indentation;
+/// the deepest line reached when the rest is in flow style or absent.
+pub fn locate_field(text: &str, first_line: usize, field: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut position = 0;
+    let mut parent_indent: Option<usize> = None;
+    let mut found = None;
+    for segment in field_segments(field) {
+        let step = match segment {
+            FieldSegment::Key(key) => find_key(&lines, position, parent_indent, key),
+            FieldSegment::Index(index) => find_item(&lines, position, parent_indent, index),
+        };
+        let Some((line, indent, next)) = step else {
+            break;
+        };
+        found = Some(first_line + line);
+        position = next;
+        parent_indent = Some(indent);
+    }
+    found
+}
+
+enum FieldSegment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+fn field_segments(field: &str) -> Vec<FieldSegment<'_>> {
+    let mut segments = Vec::new();
+    for part in field.split('.') {
+        let (key, indices) = part
+            .split_once('[')
+            .map_or((part, ""), |(k, rest)| (k, rest));
+        if !key.is_empty() {
+            segments.push(FieldSegment::Key(key));
+        }
+        for index in indices.split('[') {
+            if let Some(Ok(n)) = index.strip_suffix(']').map(str::parse) {
+                segments.push(FieldSegment::Index(n));
+            } else if !index.is_empty() {
+                break;
+            }
+        }
+    }
+    segments
+}
+
+/// Column and text of a line's content, after its indentation and any `- ` markers.
+fn content(line: &str) -> (usize, &str) {
+    let mut column = line.len() - line.trim_start().len();
+    let mut rest = line.trim_start();
+    while let Some(after) = rest.strip_prefix("- ") {
+        let trimmed = after.trim_start();
+        column += rest.len() - trimmed.len();
+        rest = trimmed;
+    }
+    (column, rest)
+}
+
+fn is_blank(line: &str) -> bool {
+    let trimmed = line.trim();
+    trimmed.is_empty() || trimmed.starts_with('#')
+}
+
+/// (line, key column, next search position) of `key:` inside the parent block.
+fn find_key(
+    lines: &[&str],
+    from: usize,
+    parent: Option<usize>,
+    key: &str,
+) -> Option<(usize, usize, usize)> {
+    let mut first = true;
+    for (i, line) in lines.iter().enumerate().skip(from) {
+        if is_blank(line) {
+            continue;
+        }
+        let (column, text) = content(line);
+        let inside = parent.is_none_or(|p| column > p);
+        if !inside && !first {
+            return None;
+        }
+        first = false;
+        if !inside {
+            continue;
+        }
+        let bare = text.strip_prefix(key).is_some_and(|r| r.starts_with(':'));
+        let quoted = text
+            .strip_prefix(&format!("\"{key}\""))
+            .is_some_and(|r| r.starts_with(':'));
+        if bare || quoted {
+            return Some((i, column, i + 1));
+        }
+    }
+    None
+}
+
+/// (line, item column, next search position) of the `index`-th `- ` item of the block.
+fn find_item(
+    lines: &[&str],
+    from: usize,
+    parent: Option<usize>,
+    index: usize,
+) -> Option<(usize, usize, usize)> {
+    let mut seen = 0;
+    let mut item_column = None;
+    for (i, line) in lines.iter().enumerate().skip(from) {
+        if is_blank(line) {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        if parent.is_some_and(|p| indent < p)
+            || (parent == Some(indent) && !line.trim_start().starts_with("- "))
+        {
+            return None;
+        }
+        if !line.trim_start().starts_with("- ") || item_column.is_some_and(|c| indent != c) {
+            continue;
+        }
+        item_column.get_or_insert(indent);
+        if seen == index {
+            // Keys of the item sit right of the dash; search resumes on this line.
+            return Some((i, indent, i));
+        }
+        seen += 1;
+    }
+    None
+}
+
 fn locate(chunk: &Chunk, needle: &str) -> Option<usize> {
     locate_in(&chunk.text, chunk.first_line, needle)
 }
@@ -318,6 +449,18 @@ mod tests {
         assert!(!is_policy_file_name("..data"));
         assert!(!is_policy_file_name(".hidden.yaml"));
         assert!(!is_policy_file_name("README.md"));
+    }
+
+    #[test]
+    fn locates_fields_by_path() {
+        let text = "spec:\n  match:\n    resources: [pods]\n  mutations:\n    - set:\n        path: a\n    - remove:\n        path: b\n      when: x\n";
+        let at = |field| locate_field(text, 10, field);
+        assert_eq!(at("spec.match.resources"), Some(12));
+        assert_eq!(at("spec.mutations[0]"), Some(14));
+        assert_eq!(at("spec.mutations[1].remove.path"), Some(17));
+        assert_eq!(at("spec.mutations[1].when"), Some(18));
+        assert_eq!(at("spec.mutations[0].set.path"), Some(15));
+        assert_eq!(at("spec.match.resources[0]"), Some(12));
     }
 
     #[test]

@@ -1,0 +1,315 @@
+//! `graft lint` through the real binary: each kind of broken policy gets its own
+//! precise finding (file, line, policy, field), and the exit codes are 0 / 1 / 2.
+
+use std::path::Path;
+use std::process::Command;
+
+const HEADER: &str = "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\n";
+
+/// Writes `files` into a fresh directory, runs `graft lint DIR`, and returns
+/// (exit code, stdout with the directory prefix removed).
+fn lint(files: &[(&str, &str)]) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .arg("lint")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let prefix = format!("{}/", dir.path().display());
+    let stdout = String::from_utf8(output.stdout)
+        .unwrap()
+        .replace(&prefix, "");
+    (output.status.code().unwrap(), stdout)
+}
+
+/// A policy with the given spec lines (indented two spaces under `spec:`).
+fn policy(name: &str, spec: &str) -> String {
+    format!("{HEADER}metadata:\n  name: {name}\nspec:\n{spec}")
+}
+
+const MATCH_PODS: &str = "  match:\n    resources: [pods]\n";
+const SET_LABEL: &str =
+    "  mutations:\n    - set:\n        path: $.metadata.labels.team\n        value: infra\n";
+
+fn check(files: &[(&str, &str)], expected: &str) {
+    let (code, stdout) = lint(files);
+    assert_eq!(stdout.trim_end(), expected, "stdout");
+    assert_eq!(code, 1, "exit code");
+}
+
+#[test]
+fn a_clean_policy_set_exits_zero() {
+    let (code, stdout) = lint(&[(
+        "ok.yaml",
+        &policy("ok", &format!("{MATCH_PODS}{SET_LABEL}")),
+    )]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(stdout, "");
+}
+
+#[test]
+fn the_example_policies_are_clean() {
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .args(["lint", "--strict"])
+        .arg(&policies)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+#[test]
+fn yaml_syntax_errors_carry_the_line() {
+    let text = format!("{HEADER}metadata:\n  name: broken\nspec:\n  match: [unclosed\n");
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:7: invalid YAML: did not find expected ',' or ']'",
+    );
+}
+
+#[test]
+fn unknown_fields_name_the_field_and_line() {
+    let text = policy(
+        "typo",
+        &format!(
+            "{MATCH_PODS}  mutations:\n    - set:\n        pth: $.metadata.labels.a\n        value: b\n"
+        ),
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:10: policy typo: spec.mutations[0].set.pth: unknown field `pth`, expected `path` or `value` (hint: check the spelling against schema/mutationpolicy.schema.json)",
+    );
+}
+
+#[test]
+fn unknown_api_version_and_kind() {
+    let wrong_version =
+        "apiVersion: graft.dev/v2\nkind: MutationPolicy\nmetadata:\n  name: a\nspec: {}\n";
+    check(
+        &[("a.yaml", wrong_version)],
+        "a.yaml:1: policy a: apiVersion: unsupported apiVersion \"graft.dev/v2\": expected apiVersion graft.dev/v1alpha1 and kind MutationPolicy",
+    );
+    let wrong_kind = "apiVersion: graft.dev/v1alpha1\nkind: ConfigMap\nmetadata:\n  name: a\n";
+    check(
+        &[("a.yaml", wrong_kind)],
+        "a.yaml:2: policy a: kind: unsupported kind \"ConfigMap\": expected apiVersion graft.dev/v1alpha1 and kind MutationPolicy",
+    );
+}
+
+#[test]
+fn a_missing_name() {
+    let text = format!("{HEADER}metadata: {{}}\nspec: {{}}\n");
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:3: metadata.name: missing metadata.name (hint: every policy needs a unique name; it appears in logs, metrics and warnings)",
+    );
+}
+
+#[test]
+fn duplicate_names_across_files() {
+    let text = policy("same", &format!("{MATCH_PODS}{SET_LABEL}"));
+    check(
+        &[("a.yaml", &text), ("b.yaml", &format!("---\n{text}"))],
+        &format!(
+            "b.yaml:2: policy same: metadata.name: duplicate policy name: also defined at {}:1 (hint: policy names must be unique across all files)",
+            "a.yaml"
+        ),
+    );
+}
+
+#[test]
+fn invalid_jsonpath() {
+    let text = policy(
+        "bad-path",
+        &format!(
+            "{MATCH_PODS}  mutations:\n    - set:\n        path: $.metadata.labels[\n        value: b\n"
+        ),
+    );
+    let (code, stdout) = lint(&[("a.yaml", &text)]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.starts_with("a.yaml:10: policy bad-path: spec.mutations[0].set.path: invalid JSONPath \"$.metadata.labels[\""),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn invalid_regex() {
+    let text = policy(
+        "bad-regex",
+        &format!(
+            "  match:\n    resources: [pods]\n    fields:\n      - path: $.metadata.name\n        regex: '(unclosed'\n{SET_LABEL}"
+        ),
+    );
+    let (code, stdout) = lint(&[("a.yaml", &text)]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.starts_with("a.yaml:10: policy bad-regex: spec.match.fields[0].regex: invalid regex: regex parse error"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn invalid_cel() {
+    let text = policy(
+        "bad-cel",
+        &format!(
+            "  match:\n    resources: [pods]\n    cel: 'object.metadata.name =='\n{SET_LABEL}"
+        ),
+    );
+    let (code, stdout) = lint(&[("a.yaml", &text)]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.starts_with("a.yaml:7: policy bad-cel: spec.match.cel: invalid CEL expression"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_mutation_with_two_kinds() {
+    let text = policy(
+        "two",
+        &format!(
+            "{MATCH_PODS}  mutations:\n    - set: {{path: $.a, value: 1}}\n      remove: {{path: $.b}}\n"
+        ),
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:9: policy two: spec.mutations[0]: a mutation needs exactly one of set, merge, remove, jsonPatch (hint: split it into one list item per change)",
+    );
+}
+
+#[test]
+fn protected_metadata_fields() {
+    let text = policy(
+        "rename",
+        &format!("{MATCH_PODS}  mutations:\n    - set: {{path: $.metadata.name, value: other}}\n"),
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:9: policy rename: spec.mutations[0].set.path: policies may not change metadata.name",
+    );
+}
+
+#[test]
+fn unknown_operation_and_invalid_resource() {
+    let text = policy(
+        "ops",
+        &format!("  match:\n    resources: [Pods]\n    operations: [CREAT]\n{SET_LABEL}"),
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:7: policy ops: spec.match.resources[0]: invalid resource \"Pods\": resource names are lowercase plural names such as pods or nodes/status\n\
+         a.yaml:8: policy ops: spec.match.operations[0]: unknown operation \"CREAT\" (hint: use CREATE, UPDATE, DELETE, CONNECT or *)",
+    );
+}
+
+#[test]
+fn a_field_test_with_two_checks() {
+    let text = policy(
+        "two-checks",
+        &format!(
+            "  match:\n    resources: [pods]\n    fields:\n      - path: $.metadata.name\n        equals: a\n        exists: true\n{SET_LABEL}"
+        ),
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:9: policy two-checks: spec.match.fields[0]: a field test needs exactly one of equals, in, notIn, exists, notExists, regex; found 2",
+    );
+}
+
+#[test]
+fn an_empty_exclude_block() {
+    let text = policy(
+        "empty-exclude",
+        &format!("{MATCH_PODS}  exclude: {{}}\n{SET_LABEL}"),
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:8: policy empty-exclude: spec.exclude: an empty exclude block excludes every request (hint: remove it, or give at least one condition)",
+    );
+}
+
+#[test]
+fn warnings_for_unescaped_keys_and_adds_under_missing_parents() {
+    let text = policy(
+        "risky",
+        &format!(
+            "{MATCH_PODS}  mutations:\n    - set:\n        path: $.metadata.annotations.prometheus.io.scrape\n        value: a\n    - jsonPatch:\n        - {{op: add, path: /metadata/labels/team, value: a}}\n"
+        ),
+    );
+    let (code, stdout) = lint(&[("a.yaml", &text)]);
+    assert_eq!(
+        code, 0,
+        "warnings alone do not fail without --strict: {stdout}"
+    );
+    assert_eq!(
+        stdout.trim_end(),
+        "a.yaml:10: warning: policy risky: spec.mutations[0].set.path: annotations values are strings, but this path goes 3 levels below annotations (hint: quote the key: ['prometheus.io.scrape'])\n\
+         a.yaml:13: warning: policy risky: spec.mutations[1].jsonPatch[0].path: add /metadata/labels/team fails when /metadata/labels does not exist (hint: use a set mutation, which creates missing parents)"
+    );
+}
+
+#[test]
+fn missing_paths_are_usage_errors_and_json_output_is_structured() {
+    let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .args(["lint", "/nonexistent/graft-policies"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("a.yaml"),
+        policy(
+            "ops",
+            "  match:\n    resources: [pods]\n    operations: [NOPE]\n  mutations: []\n",
+        ),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .args(["lint", "--format", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["errors"], 1);
+    assert_eq!(report["warnings"], 1);
+    assert_eq!(report["findings"][0]["field"], "spec.match.operations[0]");
+    assert_eq!(report["findings"][0]["line"], 8);
+    assert_eq!(report["findings"][0]["policy"], "ops");
+}
+
+#[test]
+fn configmap_dot_entries_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("..2026_11_22_00_00_00.000000001");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(
+        data.join("p.yaml"),
+        policy("p", &format!("{MATCH_PODS}{SET_LABEL}")),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("..2026_11_22_00_00_00.000000001", dir.path().join("..data"))
+        .unwrap();
+    std::os::unix::fs::symlink("..data/p.yaml", dir.path().join("p.yaml")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .arg("lint")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim(),
+        "1 policies OK, 0 warning(s)"
+    );
+}
