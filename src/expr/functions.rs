@@ -1,6 +1,18 @@
 //! graft's CEL functions: thin wrappers that unpack CEL arguments, call the
 //! pure logic in [`crate::k8s`], and pack the result.
 //!
+//! | Function | Result |
+//! |---|---|
+//! | `podOrdinal(object)` | `int`: label `apps.kubernetes.io/pod-index`, else the number after the name's last `-` |
+//! | `quantityValue(string)` | `double`: a `resource.Quantity` in base units (cores, bytes) |
+//! | `formatQuantity(double\|int, string unit)` | `string`: rounded down to `m`, `""`, `k`..`E` or `Ki`..`Ei` |
+//! | `scaleQuantity(string, double\|int factor, string unit)` | `string`: `formatQuantity(quantityValue(q) * factor, unit)` |
+//! | `jsonDecode(string)` | `dyn` |
+//! | `jsonEncode(dyn)` | `string`: compact, keys sorted |
+//! | `annotationJSON(object, string key)` | `dyn`: the annotation decoded, null when absent |
+//! | `multusNetworks(string existing, list desired, string podNamespace)` | `string`: the merged networks annotation |
+//! | `multusParse(string value, string podNamespace)` | `list(map)`: the networks, namespaces filled in |
+//!
 //! They are declared as overloads of the shared [`Env`], once, rather than
 //! added to each evaluation's context. Errors name the function (the
 //! interpreter prefixes `Error executing function 'NAME'`).

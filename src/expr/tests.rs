@@ -525,3 +525,22 @@ fn oversized_results_are_errors() {
     .unwrap_err();
     assert!(error.to_string().contains("longer than"), "{error}");
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn template_compile_never_panics(text in "[{}'\"a-z0-9 +.\\\\]{0,30}") {
+            let _ = Template::compile(&json!(text));
+        }
+
+        #[test]
+        // A non-blank prefix: a lone expression with only whitespace around it is typed.
+        fn interpolation_keeps_literal_text(prefix in "[a-z -]{0,5}[a-z-][a-z -]{0,5}", suffix in "[a-z -]{0,10}") {
+            let rendered = render(json!(format!("{prefix}{{{{ request.namespace }}}}{suffix}")));
+            prop_assert_eq!(rendered, Ok(json!(format!("{prefix}ns{suffix}"))));
+        }
+    }
+}

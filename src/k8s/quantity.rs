@@ -391,3 +391,35 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(text in "\\PC{0,40}") {
+            let _ = quantity_value(&text);
+        }
+
+        #[test]
+        fn parse_never_panics_on_near_quantities(text in "[-+]?[0-9.]{0,30}([eE][-+]?[0-9]{0,25}|[KMGTPE]i?|[numk])?") {
+            let _ = quantity_value(&text);
+        }
+
+        #[test]
+        fn millis_round_trip(millis in 0u64..10_000_000_000) {
+            let text = format!("{millis}m");
+            let formatted = format_quantity(quantity_value(&text).unwrap_or(-1.0), "m");
+            let expected = if millis % 1000 == 0 { (millis / 1000).to_string() } else { text };
+            prop_assert_eq!(formatted, Ok(expected));
+        }
+
+        #[test]
+        fn whole_binary_units_round_trip(n in 0u64..1_000_000_000, unit in prop::sample::select(vec!["Ki", "Mi", "Gi"])) {
+            let text = format!("{n}{unit}");
+            prop_assert_eq!(format_quantity(quantity_value(&text).unwrap_or(-1.0), unit), Ok(text));
+        }
+    }
+}
