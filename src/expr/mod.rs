@@ -1,10 +1,33 @@
 //! CEL expressions and `{{ }}` templates: compiled once at policy load, evaluated per request.
 //!
-//! (Interface placeholder: the implementation lands with the CEL work.)
+//! - [`Expression`]: one compiled CEL program and the variables it refers to ([`Needs`]).
+//! - [`Scope`]: the variables of one policy evaluation (`object`, `oldObject`, `request`,
+//!   `params`, `variables`), shared by all of that policy's expressions.
+//! - [`template::Template`]: a JSON value whose strings may hold `{{ expr }}`.
+//! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`, ...),
+//!   thin wrappers over [`crate::k8s`].
+//!
+//! Converting the request's JSON into CEL values is the dominant cost of an evaluation, so a
+//! scope converts each variable at most once, and only when an expression refers to it. The
+//! conversion borrows strings from the request instead of copying them.
 
+mod convert;
+mod functions;
 pub mod template;
+#[cfg(test)]
+mod tests;
 
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, LazyLock, OnceLock};
+
+use cel::common::types::{CelMap, CelMapKey, CelNull, CelString};
+use cel::common::value::{CowVal, Val};
+use cel::context::VariableResolver;
+use cel::{Context, Env, Program};
 use serde_json::Value;
+
+pub use convert::MAX_DEPTH;
 
 /// Why an expression could not be compiled or evaluated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -37,18 +60,62 @@ impl Needs {
             variables: self.variables || other.variables,
         }
     }
+
+    fn of(program: &Program) -> Needs {
+        let references = program.references();
+        Needs {
+            object: references.has_variable("object"),
+            old_object: references.has_variable("oldObject"),
+            request: references.has_variable("request"),
+            params: references.has_variable("params"),
+            variables: references.has_variable("variables"),
+        }
+    }
 }
 
+/// The one environment every expression is compiled and run with: the
+/// standard library, the strings extension, optional syntax (`.?`, `orValue`,
+/// on by default in cel) and graft's Kubernetes helpers. Built once; a failure
+/// is a bug in the registrations, reported by every compile.
+static ENV: LazyLock<Result<Arc<Env>, String>> = LazyLock::new(|| {
+    let mut env = Env::stdlib();
+    env.add_extension(cel::extensions::strings)
+        .and_then(|()| env.add_extension(functions::register))
+        .map_err(|e| format!("cannot build the CEL environment: {e}"))?;
+    Ok(Arc::new(env))
+});
+
 /// A compiled CEL expression.
-#[derive(Debug)]
 pub struct Expression {
     source: String,
+    program: Program,
+    needs: Needs,
+    env: Arc<Env>,
+}
+
+impl fmt::Debug for Expression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Expression")
+            .field("source", &self.source)
+            .field("needs", &self.needs)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Expression {
     pub fn compile(source: &str) -> Result<Expression, ExprError> {
+        let env = ENV.as_ref().map_err(|e| ExprError::Compile(e.clone()))?;
+        if source.trim().is_empty() {
+            return Err(ExprError::Compile("the expression is empty".to_string()));
+        }
+        let program = env
+            .compile(source)
+            .map_err(|e| ExprError::Compile(e.to_string()))?;
         Ok(Expression {
             source: source.to_string(),
+            needs: Needs::of(&program),
+            program,
+            env: Arc::clone(env),
         })
     }
 
@@ -57,7 +124,7 @@ impl Expression {
     }
 
     pub fn needs(&self) -> Needs {
-        Needs::default()
+        self.needs
     }
 }
 
@@ -72,23 +139,71 @@ pub struct Bindings<'a> {
 
 /// One policy evaluation's CEL context: built once, used for all of the policy's expressions.
 pub struct Scope<'a> {
+    vars: Vars<'a>,
+}
+
+/// A binding converted to CEL on first use. A conversion error is kept so
+/// every evaluation that needs the binding reports it.
+type Lazy<'a> = OnceLock<Result<Box<dyn Val + 'a>, ExprError>>;
+
+/// The scope's variables, as the CEL interpreter looks them up. A fresh
+/// `cel::Context` per evaluation borrows this, which costs one `Arc` clone and
+/// lets the converted values live as long as the scope.
+struct Vars<'a> {
     bindings: Bindings<'a>,
+    object: Lazy<'a>,
+    old_object: Lazy<'a>,
+    request: Lazy<'a>,
+    params: Lazy<'a>,
+    variables: CelMap<'static>,
+    /// The first variable that could not be converted, reported by every
+    /// later evaluation that refers to `variables`.
+    variables_error: Option<ExprError>,
 }
 
 impl<'a> Scope<'a> {
-    pub fn new(bindings: Bindings<'a>, _needs: Needs) -> Scope<'a> {
-        Scope { bindings }
+    /// Converts the variables `needs` names now; others are converted on
+    /// first use, should an expression outside `needs` refer to them.
+    pub fn new(bindings: Bindings<'a>, needs: Needs) -> Scope<'a> {
+        let scope = Scope {
+            vars: Vars {
+                bindings,
+                object: OnceLock::new(),
+                old_object: OnceLock::new(),
+                request: OnceLock::new(),
+                params: OnceLock::new(),
+                variables: CelMap::from(HashMap::new()),
+                variables_error: None,
+            },
+        };
+        // Errors resurface at the first evaluation that needs the variable.
+        let _ = scope.vars.prepare(needs);
+        scope
     }
 
     /// Makes `variables.NAME` available to later evaluations.
-    pub fn set_variable(&mut self, _name: &str, _value: Value) {}
+    pub fn set_variable(&mut self, name: &str, value: Value) {
+        let value = match convert::json_to_owned_val(&value) {
+            Ok(value) => value,
+            Err(error) => {
+                let error = ExprError::Evaluate(format!("variable '{name}': {error}"));
+                self.vars.variables_error.get_or_insert(error);
+                return;
+            }
+        };
+        let empty = CelMap::from(HashMap::new());
+        let mut map = std::mem::replace(&mut self.vars.variables, empty).into_inner();
+        map.insert(CelMapKey::String(CelString::from(name.to_owned())), value);
+        self.vars.variables = CelMap::from(map);
+    }
 
     pub fn evaluate(&self, expression: &Expression) -> Result<Value, ExprError> {
-        let _ = self.bindings;
-        Err(ExprError::Evaluate(format!(
-            "CEL is not available yet: {}",
-            expression.source()
-        )))
+        self.vars.prepare(expression.needs)?;
+        let mut context = Context::with_env(Arc::clone(&expression.env));
+        context.set_variable_resolver(&self.vars);
+        let value = cel::Value::resolve_val(expression.program.expression(), &context)
+            .map_err(|e| ExprError::Evaluate(e.to_string()))?;
+        convert::val_to_json(value.as_ref())
     }
 
     pub fn evaluate_bool(&self, expression: &Expression) -> Result<bool, ExprError> {
@@ -98,6 +213,55 @@ impl<'a> Scope<'a> {
                 expected: "bool",
                 got: other.to_string(),
             }),
+        }
+    }
+}
+
+impl<'a> Vars<'a> {
+    /// Converts what `needs` names, failing with the first conversion error.
+    fn prepare(&self, needs: Needs) -> Result<(), ExprError> {
+        let wanted = [
+            (needs.object, &self.object, Some(self.bindings.object)),
+            (needs.old_object, &self.old_object, self.bindings.old_object),
+            (needs.request, &self.request, Some(self.bindings.request)),
+            (needs.params, &self.params, Some(self.bindings.params)),
+        ];
+        for (needed, cell, json) in wanted {
+            if needed {
+                if let Err(error) = cell.get_or_init(|| convert(json)) {
+                    return Err(error.clone());
+                }
+            }
+        }
+        match &self.variables_error {
+            Some(error) if needs.variables => Err(error.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    fn lookup<'b>(&'b self, cell: &'b Lazy<'a>, json: Option<&'a Value>) -> Option<CowVal<'b, 'b>> {
+        let value = cell.get_or_init(|| convert(json)).as_ref().ok()?;
+        Some(CowVal::Borrowed(value.as_ref()))
+    }
+}
+
+/// An absent binding (`oldObject` at CREATE) is CEL `null`.
+fn convert(json: Option<&Value>) -> Result<Box<dyn Val + '_>, ExprError> {
+    match json {
+        Some(json) => convert::json_to_val(json),
+        None => Ok(Box::new(CelNull)),
+    }
+}
+
+impl VariableResolver for Vars<'_> {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        match variable {
+            "object" => self.lookup(&self.object, Some(self.bindings.object)),
+            "oldObject" => self.lookup(&self.old_object, self.bindings.old_object),
+            "request" => self.lookup(&self.request, Some(self.bindings.request)),
+            "params" => self.lookup(&self.params, Some(self.bindings.params)),
+            "variables" => Some(CowVal::Borrowed(&self.variables)),
+            _ => None,
         }
     }
 }

@@ -1,1 +1,17 @@
 //! Kubernetes value formats used by the CEL helpers.
+//!
+//! Pure functions over plain Rust and JSON values: no CEL types here, so the
+//! rules can be tested (and reused by lint or the CLI) without an evaluator.
+//! [`crate::expr`] wraps them as CEL functions.
+//!
+//! - [`quantity`]: `resource.Quantity` strings (`500m`, `32Gi`, `129e6`), parse and format.
+//! - [`ordinal`]: a StatefulSet pod's ordinal, from its label or its name.
+//! - [`multus`]: the `k8s.v1.cni.cncf.io/networks` annotation, parse and merge.
+
+pub mod multus;
+pub mod ordinal;
+pub mod quantity;
+
+/// The longest string a helper may produce. Annotation values are capped by the
+/// apiserver far below this; the bound only stops a runaway expression.
+pub const MAX_STRING_BYTES: usize = 1 << 20;

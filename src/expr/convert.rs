@@ -1,0 +1,201 @@
+//! Conversions between JSON values and CEL values.
+//!
+//! JSON to CEL borrows strings from the request's JSON rather than copying
+//! them: the object is the largest thing an evaluation touches. CEL to JSON
+//! sorts map keys (CEL maps are unordered, graft's output must be
+//! deterministic) and bounds the result's size.
+
+use std::collections::HashMap;
+
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelOptional, CelString,
+    CelUInt, Kind,
+};
+use cel::common::value::Val;
+use serde_json::{Map, Number, Value};
+
+use super::ExprError;
+use crate::k8s::MAX_STRING_BYTES;
+
+/// Deeper values are refused instead of risking the stack. Kubernetes objects
+/// stay far shallower, and serde_json refuses to parse beyond 128 levels.
+pub const MAX_DEPTH: usize = 256;
+
+/// JSON to CEL, borrowing strings from `value`.
+pub fn json_to_val<'a>(value: &'a Value) -> Result<Box<dyn Val + 'a>, ExprError> {
+    to_val(value, 0, &|s: &'a str| CelString::from(s))
+}
+
+/// JSON to CEL, copying strings, for values the evaluation does not outlive.
+pub fn json_to_owned_val(value: &Value) -> Result<Box<dyn Val + 'static>, ExprError> {
+    to_val(value, 0, &|s: &str| CelString::from(s.to_owned()))
+}
+
+fn to_val<'a, 'o>(
+    value: &'a Value,
+    depth: usize,
+    string: &dyn Fn(&'a str) -> CelString<'o>,
+) -> Result<Box<dyn Val + 'o>, ExprError> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    Ok(match value {
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
+        Value::Number(n) => number_to_val(n),
+        Value::String(s) => Box::new(string(s)),
+        Value::Array(items) => Box::new(CelList::from(
+            items
+                .iter()
+                .map(|item| to_val(item, depth + 1, string))
+                .collect::<Result<Vec<_>, _>>()?,
+        )),
+        Value::Object(fields) => {
+            let mut map = HashMap::with_capacity(fields.len());
+            for (key, item) in fields {
+                map.insert(
+                    CelMapKey::String(string(key)),
+                    to_val(item, depth + 1, string)?,
+                );
+            }
+            Box::new(CelMap::from(map))
+        }
+    })
+}
+
+fn number_to_val<'o>(n: &Number) -> Box<dyn Val + 'o> {
+    if let Some(i) = n.as_i64() {
+        Box::new(CelInt::from(i))
+    } else if let Some(u) = n.as_u64() {
+        Box::new(CelUInt::from(u))
+    } else {
+        // Without arbitrary_precision every serde_json number is one of the three.
+        Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN)))
+    }
+}
+
+/// CEL to JSON. Map keys are sorted and stringified; an optional becomes its
+/// value or null; bytes, durations, timestamps and types have no JSON form.
+pub fn val_to_json(value: &dyn Val) -> Result<Value, ExprError> {
+    let mut budget = MAX_STRING_BYTES;
+    to_json(value, 0, &mut budget)
+}
+
+/// Every value spends roughly its serialized size from `budget`, so a result
+/// bigger than the string cap is refused before it is built in full.
+fn to_json(value: &dyn Val, depth: usize, budget: &mut usize) -> Result<Value, ExprError> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    let ty = value.get_type();
+    let spend = |budget: &mut usize, n: usize| {
+        *budget = budget.checked_sub(n).ok_or_else(too_large)?;
+        Ok::<(), ExprError>(())
+    };
+    let unsupported = || ExprError::Evaluate(format!("a {} value has no JSON form", ty.name()));
+    match ty.kind() {
+        Kind::NullType => {
+            spend(budget, 4)?;
+            Ok(Value::Null)
+        }
+        Kind::Boolean => {
+            spend(budget, 5)?;
+            let b = value.downcast_ref::<CelBool>().ok_or_else(unsupported)?;
+            Ok(Value::Bool(*b.inner()))
+        }
+        Kind::Int => {
+            spend(budget, 20)?;
+            let i = value.downcast_ref::<CelInt>().ok_or_else(unsupported)?;
+            Ok(Value::from(*i.inner()))
+        }
+        Kind::UInt => {
+            spend(budget, 20)?;
+            let u = value.downcast_ref::<CelUInt>().ok_or_else(unsupported)?;
+            Ok(Value::from(*u.inner()))
+        }
+        Kind::Double => {
+            spend(budget, 24)?;
+            let d = *value
+                .downcast_ref::<CelDouble>()
+                .ok_or_else(unsupported)?
+                .inner();
+            Number::from_f64(d)
+                .map(Value::Number)
+                .ok_or_else(|| ExprError::Evaluate(format!("the double {d} has no JSON form")))
+        }
+        Kind::String => {
+            let s = value.downcast_ref::<CelString>().ok_or_else(unsupported)?;
+            spend(budget, s.inner().len() + 2)?;
+            Ok(Value::String(s.inner().to_owned()))
+        }
+        Kind::List => {
+            let list = value.downcast_ref::<CelList>().ok_or_else(unsupported)?;
+            spend(budget, 2)?;
+            list.inner()
+                .iter()
+                .map(|item| {
+                    spend(budget, 1)?;
+                    to_json(item.as_ref(), depth + 1, budget)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array)
+        }
+        Kind::Map => {
+            let map = value.downcast_ref::<CelMap>().ok_or_else(unsupported)?;
+            spend(budget, 2)?;
+            let mut entries = map
+                .inner()
+                .iter()
+                .map(|(key, item)| Ok((key_to_string(key)?, item)))
+                .collect::<Result<Vec<_>, ExprError>>()?;
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut object = Map::with_capacity(entries.len());
+            for (key, item) in entries {
+                spend(budget, key.len() + 4)?;
+                let item = to_json(item.as_ref(), depth + 1, budget)?;
+                if object.insert(key.clone(), item).is_some() {
+                    return Err(ExprError::Evaluate(format!(
+                        "the map has two keys that both read '{key}' in JSON"
+                    )));
+                }
+            }
+            Ok(Value::Object(object))
+        }
+        Kind::Opaque => match value.downcast_ref::<CelOptional>() {
+            Some(optional) => match optional.option() {
+                Some(inner) => to_json(inner, depth + 1, budget),
+                None => Ok(Value::Null),
+            },
+            None => Err(unsupported()),
+        },
+        _ => Err(unsupported()),
+    }
+}
+
+fn key_to_string(key: &CelMapKey<'_>) -> Result<String, ExprError> {
+    Ok(match key {
+        CelMapKey::String(s) => s.inner().to_owned(),
+        CelMapKey::Int(i) => i.inner().to_string(),
+        CelMapKey::UInt(u) => u.inner().to_string(),
+        CelMapKey::Bool(b) => b.inner().to_string(),
+    })
+}
+
+fn too_deep() -> ExprError {
+    ExprError::Evaluate(format!("value is nested deeper than {MAX_DEPTH} levels"))
+}
+
+fn too_large() -> ExprError {
+    ExprError::Evaluate(format!("result is larger than {MAX_STRING_BYTES} bytes"))
+}
+
+/// Compact JSON text. Keys come out sorted because every value handed here
+/// was built by [`val_to_json`], which inserts them in order.
+pub fn to_json_string(value: &Value) -> Result<String, ExprError> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| ExprError::Evaluate(format!("cannot encode JSON: {e}")))?;
+    if text.len() > MAX_STRING_BYTES {
+        return Err(too_large());
+    }
+    Ok(text)
+}

@@ -1,0 +1,269 @@
+//! graft's CEL functions: thin wrappers that unpack CEL arguments, call the
+//! pure logic in [`crate::k8s`], and pack the result.
+//!
+//! | Function | Result |
+//! |---|---|
+//! | `podOrdinal(object)` | `int`: label `apps.kubernetes.io/pod-index`, else the number after the name's last `-` |
+//! | `quantityValue(string)` | `double`: a `resource.Quantity` in base units (cores, bytes) |
+//! | `formatQuantity(double\|int, string unit)` | `string`: rounded down to `m`, `""`, `k`..`E` or `Ki`..`Ei` |
+//! | `scaleQuantity(string, double\|int factor, string unit)` | `string`: `formatQuantity(quantityValue(q) * factor, unit)` |
+//! | `jsonDecode(string)` | `dyn` |
+//! | `jsonEncode(dyn)` | `string`: compact, keys sorted |
+//! | `annotationJSON(object, string key)` | `dyn`: the annotation decoded, null when absent |
+//! | `multusNetworks(string existing, list desired, string podNamespace)` | `string`: the merged networks annotation |
+//! | `multusParse(string value, string podNamespace)` | `list(map)`: the networks, namespaces filled in |
+//!
+//! They are declared as overloads of the shared [`Env`], once, rather than
+//! added to each evaluation's context. Errors name the function (the
+//! interpreter prefixes `Error executing function 'NAME'`).
+
+use cel::common::types::{
+    CelDouble, CelInt, CelNull, CelString, CelUInt, DYN_TYPE, LIST_TYPE, STRING_TYPE,
+};
+use cel::common::value::{CowVal, Val};
+use cel::{DeclarationError, Env, ExecutionError};
+use serde_json::Value;
+
+use super::convert;
+use crate::k8s::{MAX_STRING_BYTES, multus, ordinal, quantity};
+
+type CelResult<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
+
+/// Declares every function on `env`.
+pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
+    env.add_overload("podOrdinal", "podOrdinal_dyn", vec![DYN_TYPE], pod_ordinal)?;
+    env.add_overload(
+        "quantityValue",
+        "quantityValue_string",
+        vec![STRING_TYPE],
+        quantity_value,
+    )?;
+    env.add_overload(
+        "formatQuantity",
+        "formatQuantity_number_string",
+        vec![DYN_TYPE, STRING_TYPE],
+        format_quantity,
+    )?;
+    env.add_overload(
+        "scaleQuantity",
+        "scaleQuantity_string_number_string",
+        vec![STRING_TYPE, DYN_TYPE, STRING_TYPE],
+        scale_quantity,
+    )?;
+    env.add_overload(
+        "jsonDecode",
+        "jsonDecode_string",
+        vec![STRING_TYPE],
+        json_decode,
+    )?;
+    env.add_overload("jsonEncode", "jsonEncode_dyn", vec![DYN_TYPE], json_encode)?;
+    env.add_overload(
+        "annotationJSON",
+        "annotationJSON_dyn_string",
+        vec![DYN_TYPE, STRING_TYPE],
+        annotation_json,
+    )?;
+    env.add_overload(
+        "multusNetworks",
+        "multusNetworks_string_list_string",
+        vec![STRING_TYPE, LIST_TYPE, STRING_TYPE],
+        multus_networks,
+    )?;
+    env.add_overload(
+        "multusParse",
+        "multusParse_string_string",
+        vec![STRING_TYPE, STRING_TYPE],
+        multus_parse,
+    )?;
+    Ok(())
+}
+
+/// `podOrdinal(object) -> int`
+fn pod_ordinal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "podOrdinal";
+    let [object] = arity::<1>(NAME, &args)?;
+    let text = |path: &[&str]| at_path(object, path, |v| str_of(v).map(str::to_owned)).flatten();
+    let name = text(&["metadata", "name"]);
+    let generate_name = text(&["metadata", "generateName"]);
+    let label = text(&["metadata", "labels", ordinal::POD_INDEX_LABEL]);
+    let identity = ordinal::PodIdentity {
+        name: name.as_deref(),
+        generate_name: generate_name.as_deref(),
+        pod_index_label: label.as_deref(),
+    };
+    let ordinal = ordinal::pod_ordinal(identity).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelInt::from(ordinal)))
+}
+
+/// `quantityValue(string) -> double`
+fn quantity_value<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "quantityValue";
+    let [text] = arity::<1>(NAME, &args)?;
+    let value = quantity::quantity_value(string_arg(NAME, text)?).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelDouble::from(value)))
+}
+
+/// `formatQuantity(double|int value, string unit) -> string`
+fn format_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "formatQuantity";
+    let [value, unit] = arity::<2>(NAME, &args)?;
+    let value = number_arg(NAME, value)?;
+    let text =
+        quantity::format_quantity(value, string_arg(NAME, unit)?).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelString::from(text)))
+}
+
+/// `scaleQuantity(string quantity, double|int factor, string unit) -> string`
+fn scale_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "scaleQuantity";
+    let [text, factor, unit] = arity::<3>(NAME, &args)?;
+    let value = quantity::quantity_value(string_arg(NAME, text)?).map_err(|e| fail(NAME, e))?;
+    let scaled = value * number_arg(NAME, factor)?;
+    let text =
+        quantity::format_quantity(scaled, string_arg(NAME, unit)?).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelString::from(text)))
+}
+
+/// `jsonDecode(string) -> dyn`
+fn json_decode<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "jsonDecode";
+    let [text] = arity::<1>(NAME, &args)?;
+    let json: Value = serde_json::from_str(string_arg(NAME, text)?)
+        .map_err(|e| fail(NAME, format!("invalid JSON: {e}")))?;
+    let value = convert::json_to_owned_val(&json).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::Owned(value))
+}
+
+/// `jsonEncode(dyn) -> string`: compact, keys sorted.
+fn json_encode<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "jsonEncode";
+    let [value] = arity::<1>(NAME, &args)?;
+    let json = convert::val_to_json(value).map_err(|e| fail(NAME, e))?;
+    let text = convert::to_json_string(&json).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelString::from(text)))
+}
+
+/// `annotationJSON(object, string key) -> dyn`: null when the annotation is
+/// absent, its decoded JSON otherwise.
+fn annotation_json<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "annotationJSON";
+    let [object, key] = arity::<2>(NAME, &args)?;
+    let key = string_arg(NAME, key)?;
+    let decoded = at_path(object, &["metadata", "annotations", key], |annotation| {
+        if annotation.downcast_ref::<CelNull>().is_some() {
+            return Ok(None);
+        }
+        let text = str_of(annotation)
+            .ok_or_else(|| fail(NAME, format!("annotation '{key}' is not a string")))?;
+        let json: Value = serde_json::from_str(text)
+            .map_err(|e| fail(NAME, format!("annotation '{key}' is not valid JSON: {e}")))?;
+        convert::json_to_owned_val(&json)
+            .map(Some)
+            .map_err(|e| fail(NAME, e))
+    });
+    match decoded.transpose()?.flatten() {
+        Some(value) => Ok(CowVal::Owned(value)),
+        None => Ok(CowVal::owned(CelNull)),
+    }
+}
+
+/// `multusNetworks(string existing, list desired, string podNamespace) -> string`
+fn multus_networks<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "multusNetworks";
+    let [existing, desired, namespace] = arity::<3>(NAME, &args)?;
+    let desired = match convert::val_to_json(desired).map_err(|e| fail(NAME, e))? {
+        Value::Array(items) => items,
+        other => {
+            return Err(fail(
+                NAME,
+                format!("desired networks must be a list, got {other}"),
+            ));
+        }
+    };
+    let text = multus::merge(
+        string_arg(NAME, existing)?,
+        &desired,
+        string_arg(NAME, namespace)?,
+    )
+    .map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelString::from(text)))
+}
+
+/// `multusParse(string value, string podNamespace) -> list(map)`
+fn multus_parse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "multusParse";
+    let [value, namespace] = arity::<2>(NAME, &args)?;
+    let entries = multus::parse_resolved(string_arg(NAME, value)?, string_arg(NAME, namespace)?)
+        .map_err(|e| fail(NAME, e))?;
+    let json = Value::Array(entries.into_iter().map(Value::Object).collect());
+    let value = convert::json_to_owned_val(&json).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::Owned(value))
+}
+
+fn fail(function: &str, error: impl ToString) -> ExecutionError {
+    ExecutionError::function_error(function, error)
+}
+
+/// The arguments as an array; the overload declarations make a mismatch a bug,
+/// reported rather than panicking.
+fn arity<'a, 'b, 'v, const N: usize>(
+    function: &str,
+    args: &'a [CowVal<'b, 'v>],
+) -> Result<[&'a (dyn Val + 'v); N], ExecutionError> {
+    if args.len() != N {
+        return Err(fail(
+            function,
+            format!("expected {N} arguments, got {}", args.len()),
+        ));
+    }
+    Ok(std::array::from_fn(|i| args[i].as_ref()))
+}
+
+fn string_arg<'a>(function: &str, value: &'a dyn Val) -> Result<&'a str, ExecutionError> {
+    let text = str_of(value).ok_or_else(|| {
+        fail(
+            function,
+            format!("expected a string, got {}", value.get_type().name()),
+        )
+    })?;
+    if text.len() > MAX_STRING_BYTES {
+        return Err(fail(
+            function,
+            format!("argument is longer than {MAX_STRING_BYTES} bytes"),
+        ));
+    }
+    Ok(text)
+}
+
+fn str_of(value: &dyn Val) -> Option<&str> {
+    value.downcast_ref::<CelString>().map(|s| s.inner())
+}
+
+/// A double, or an int or uint widened to one, so `scaleQuantity(q, 2, 'm')`
+/// works as well as `scaleQuantity(q, 1.5, 'm')`.
+fn number_arg(function: &str, value: &dyn Val) -> Result<f64, ExecutionError> {
+    if let Some(d) = value.downcast_ref::<CelDouble>() {
+        return Ok(*d.inner());
+    }
+    if let Some(i) = value.downcast_ref::<CelInt>() {
+        return Ok(*i.inner() as f64);
+    }
+    if let Some(u) = value.downcast_ref::<CelUInt>() {
+        return Ok(*u.inner() as f64);
+    }
+    Err(fail(
+        function,
+        format!("expected a number, got {}", value.get_type().name()),
+    ))
+}
+
+/// `f` applied to `value[path[0]][path[1]]...`, or `None` when a step is
+/// missing or not a map. Each step borrows the previous one, hence the
+/// callback rather than a returned reference.
+fn at_path<R>(value: &dyn Val, path: &[&str], f: impl FnOnce(&dyn Val) -> R) -> Option<R> {
+    let Some((key, rest)) = path.split_first() else {
+        return Some(f(value));
+    };
+    let child = value.as_indexer()?.get(&CelString::from(*key)).ok()?;
+    at_path(child.as_ref(), rest, f)
+}

@@ -1,0 +1,546 @@
+//! Tests of expressions, scopes, templates and the CEL functions, through the
+//! public API only.
+
+use serde_json::{Value, json};
+
+use super::template::Template;
+use super::{Bindings, ExprError, Expression, Needs, Scope};
+
+fn pod() -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-3",
+            "labels": {"app": "web"},
+            "annotations": {
+                "graft.dev/overcommit-ratio": "{\"cpu\": 4, \"memory\": 1.5}",
+                "broken": "{not json"
+            }
+        },
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+        "status": {"capacity": {"cpu": "12", "memory": "41231686041600m"}}
+    })
+}
+
+fn request() -> Value {
+    json!({
+        "uid": "u-1", "namespace": "ns", "name": "web-3", "operation": "CREATE",
+        "userInfo": {"username": "admin"}, "dryRun": false,
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": ""
+    })
+}
+
+fn params() -> Value {
+    json!({
+        "networks": ["roce-a", "roce-b"],
+        "networkNamespace": "net",
+        "ratios": {"cpu": 2}
+    })
+}
+
+/// Evaluates `source` against `object` with the default request and params.
+fn eval_on(object: &Value, source: &str) -> Result<Value, ExprError> {
+    let (request, params) = (request(), params());
+    let bindings = Bindings {
+        object,
+        old_object: None,
+        request: &request,
+        params: &params,
+    };
+    let expression = Expression::compile(source)?;
+    Scope::new(bindings, expression.needs()).evaluate(&expression)
+}
+
+fn eval(source: &str) -> Result<Value, ExprError> {
+    eval_on(&pod(), source)
+}
+
+fn check(source: &str, expected: Value) {
+    assert_eq!(eval(source), Ok(expected), "{source}");
+}
+
+fn check_err(source: &str, needle: &str) {
+    match eval(source) {
+        Ok(value) => panic!("{source}: expected an error, got {value}"),
+        Err(error) => assert!(error.to_string().contains(needle), "{source}: {error}"),
+    }
+}
+
+fn render(template: Value) -> Result<Value, ExprError> {
+    let (object, request, params) = (pod(), request(), params());
+    let template = Template::compile(&template).map_err(|e| e.error)?;
+    let bindings = Bindings {
+        object: &object,
+        old_object: None,
+        request: &request,
+        params: &params,
+    };
+    let mut scope = Scope::new(bindings, template.needs());
+    scope.set_variable("key", json!("zone"));
+    scope.set_variable("value", json!("a"));
+    template.render(&scope)
+}
+
+#[test]
+fn expression_and_template_are_send_sync_debug() {
+    fn assert_traits<T: Send + Sync + std::fmt::Debug>() {}
+    assert_traits::<Expression>();
+    assert_traits::<Template>();
+}
+
+#[test]
+fn needs_follow_references() {
+    let needs = |s: &str| Expression::compile(s).map(|e| e.needs());
+    assert_eq!(
+        needs("object.metadata.name + request.namespace"),
+        Ok(Needs {
+            object: true,
+            request: true,
+            ..Needs::default()
+        })
+    );
+    assert_eq!(
+        needs("has(oldObject.metadata) && variables.x == params.y"),
+        Ok(Needs {
+            old_object: true,
+            params: true,
+            variables: true,
+            ..Needs::default()
+        })
+    );
+    assert_eq!(needs("1 + 2"), Ok(Needs::default()));
+}
+
+#[test]
+fn compile_errors() {
+    assert!(matches!(
+        Expression::compile("1 +"),
+        Err(ExprError::Compile(_))
+    ));
+    assert!(matches!(
+        Expression::compile("  "),
+        Err(ExprError::Compile(_))
+    ));
+}
+
+#[test]
+fn json_and_cel_types_round_trip() {
+    check(
+        "object.spec.containers[0]",
+        json!({"image": "nginx", "name": "app"}),
+    );
+    check("1", json!(1));
+    check(
+        "18446744073709551615u",
+        json!(18_446_744_073_709_551_615u64),
+    );
+    check("1.5", json!(1.5));
+    check("null", Value::Null);
+    check("[true, 'x', null]", json!([true, "x", null]));
+    check(
+        "{2: 'b', 1: 'a', true: 'c'}",
+        json!({"1": "a", "2": "b", "true": "c"}),
+    );
+    check("optional.of(3)", json!(3));
+    check("optional.none()", Value::Null);
+    check_err("b'abc'", "bytes");
+    check_err("1.0 / 0.0", "JSON");
+    assert_eq!(
+        eval_on(
+            &json!({"big": 18_446_744_073_709_551_615u64}),
+            "object.big > 1u"
+        ),
+        Ok(json!(true))
+    );
+}
+
+#[test]
+fn map_keys_come_out_sorted() {
+    let value = eval("{'b': 1, 'a': {'z': 1, 'y': 2}, 'c': 3}").unwrap();
+    assert_eq!(
+        serde_json::to_string(&value).unwrap(),
+        r#"{"a":{"y":2,"z":1},"b":1,"c":3}"#
+    );
+}
+
+#[test]
+fn optional_syntax_and_has() {
+    let no_annotations = json!({"metadata": {"name": "web-0"}});
+    let networks = "object.metadata.?annotations['k8s.v1.cni.cncf.io/networks'].orValue('')";
+    assert_eq!(eval_on(&no_annotations, networks), Ok(json!("")));
+    assert_eq!(
+        eval_on(&no_annotations, "has(object.metadata.annotations)"),
+        Ok(json!(false))
+    );
+    check("has(object.metadata.annotations)", json!(true));
+    check("object.metadata.?labels.app.orValue('none')", json!("web"));
+}
+
+#[test]
+fn strings_extension_is_available() {
+    check("'Web-3'.lowerAscii().split('-')", json!(["web", "3"]));
+}
+
+#[test]
+fn evaluate_bool_rejects_other_types() {
+    let (object, request, params) = (pod(), request(), params());
+    let scope = Scope::new(
+        Bindings {
+            object: &object,
+            old_object: None,
+            request: &request,
+            params: &params,
+        },
+        Needs::default(),
+    );
+    let truth = Expression::compile("request.operation == 'CREATE'").unwrap();
+    assert_eq!(scope.evaluate_bool(&truth), Ok(true));
+    let number = Expression::compile("1").unwrap();
+    assert!(matches!(
+        scope.evaluate_bool(&number),
+        Err(ExprError::ResultType { .. })
+    ));
+}
+
+#[test]
+fn old_object_is_null_when_absent_and_variables_accumulate() {
+    let (object, request, params) = (pod(), request(), params());
+    let old = json!({"metadata": {"name": "old"}});
+    let mut scope = Scope::new(
+        Bindings {
+            object: &object,
+            old_object: None,
+            request: &request,
+            params: &params,
+        },
+        Needs::default(),
+    );
+    let expr = |s: &str| Expression::compile(s).unwrap();
+    assert_eq!(scope.evaluate(&expr("oldObject == null")), Ok(json!(true)));
+    scope.set_variable("a", json!(2));
+    let doubled = scope.evaluate(&expr("variables.a * 2")).unwrap();
+    scope.set_variable("b", doubled);
+    assert_eq!(
+        scope.evaluate(&expr("[variables.a, variables.b]")),
+        Ok(json!([2, 4]))
+    );
+    let with_old = Scope::new(
+        Bindings {
+            object: &object,
+            old_object: Some(&old),
+            request: &request,
+            params: &params,
+        },
+        Needs::default(),
+    );
+    assert_eq!(
+        with_old.evaluate(&expr("oldObject.metadata.name")),
+        Ok(json!("old"))
+    );
+}
+
+#[test]
+fn deep_values_error_instead_of_overflowing() {
+    let mut deep = json!(1);
+    for _ in 0..300 {
+        deep = json!([deep]);
+    }
+    let error = eval_on(&deep, "object").unwrap_err();
+    assert!(error.to_string().contains("deeper"), "{error}");
+    // Dropping a deep serde_json value recurses too; keep it shallow enough here.
+}
+
+// ---- the example policy expressions ----
+
+#[test]
+fn example_multus_networks() {
+    let source = "multusNetworks(object.metadata.?annotations['k8s.v1.cni.cncf.io/networks'].orValue(''), params.networks.map(n, {'name': n, 'namespace': params.networkNamespace}), request.namespace)";
+    check(
+        source,
+        json!(r#"[{"name":"roce-a","namespace":"net"},{"name":"roce-b","namespace":"net"}]"#),
+    );
+    let mut object = pod();
+    object["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] = json!("net/roce-a@eth1");
+    assert_eq!(
+        eval_on(&object, source),
+        Ok(json!(
+            r#"[{"name":"roce-a","namespace":"net","interface":"eth1"},{"name":"roce-b","namespace":"net"}]"#
+        ))
+    );
+    let done = r#"[{"name":"roce-a","namespace":"net"}, {"name":"roce-b","namespace":"net"}]"#;
+    object["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] = json!(done);
+    assert_eq!(eval_on(&object, source), Ok(json!(done)));
+    object["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] = json!("[{]");
+    let error = eval_on(&object, source).unwrap_err().to_string();
+    assert!(
+        error.contains("multusNetworks") && error.contains("k8s.v1.cni.cncf.io/networks"),
+        "{error}"
+    );
+}
+
+#[test]
+fn example_pod_ordinal() {
+    check(
+        "podOrdinal(object) % 2 == 0 ? 'node1' : 'node2'",
+        json!("node2"),
+    );
+    check("podOrdinal(object)", json!(3));
+    let labelled =
+        json!({"metadata": {"name": "web-3", "labels": {"apps.kubernetes.io/pod-index": "8"}}});
+    assert_eq!(eval_on(&labelled, "podOrdinal(object)"), Ok(json!(8)));
+    let deployment = json!({"metadata": {"generateName": "web-5d8f9-"}});
+    let error = eval_on(&deployment, "podOrdinal(object)")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("podOrdinal") && error.contains("web-5d8f9-"),
+        "{error}"
+    );
+}
+
+#[test]
+fn example_typed_map_template() {
+    assert_eq!(
+        render(json!("{{ {variables.key: variables.value} }}")),
+        Ok(json!({"zone": "a"}))
+    );
+}
+
+#[test]
+fn example_scale_quantity() {
+    let (object, request, params) = (pod(), request(), params());
+    let mut scope = Scope::new(
+        Bindings {
+            object: &object,
+            old_object: None,
+            request: &request,
+            params: &params,
+        },
+        Needs::default(),
+    );
+    let expr =
+        Expression::compile("scaleQuantity(object.status.capacity.cpu, variables.cpuRatio, 'm')")
+            .unwrap();
+    scope.set_variable("cpuRatio", json!(1.5));
+    assert_eq!(scope.evaluate(&expr), Ok(json!("18")));
+    scope.set_variable("cpuRatio", json!(0.875));
+    assert_eq!(scope.evaluate(&expr), Ok(json!("10500m")));
+    scope.set_variable("cpuRatio", json!(2));
+    assert_eq!(scope.evaluate(&expr), Ok(json!("24")));
+}
+
+#[test]
+fn example_annotation_json_with_fallback() {
+    let source = "double(annotationJSON(object, 'graft.dev/overcommit-ratio').?cpu.orValue(params.ratios.cpu))";
+    check(source, json!(4.0));
+    let plain = json!({"metadata": {"name": "web-0"}});
+    assert_eq!(eval_on(&plain, source), Ok(json!(2.0)));
+    let empty_annotations = json!({"metadata": {"annotations": {"other": "x"}}});
+    assert_eq!(eval_on(&empty_annotations, source), Ok(json!(2.0)));
+}
+
+#[test]
+fn example_interpolation() {
+    assert_eq!(
+        render(json!("prefix-{{ request.namespace }}-{{ 3 }}")),
+        Ok(json!("prefix-ns-3"))
+    );
+}
+
+// ---- functions ----
+
+#[test]
+fn quantity_functions() {
+    check("quantityValue('500m')", json!(0.5));
+    check("quantityValue('32Gi')", json!(34_359_738_368.0));
+    check("quantityValue(object.status.capacity.cpu)", json!(12.0));
+    check_err("quantityValue('12 cores')", "'12 cores'");
+    check_err("quantityValue('12 cores')", "quantityValue");
+    check("formatQuantity(12.0, 'm')", json!("12"));
+    check("formatQuantity(10.5, 'm')", json!("10500m"));
+    check("formatQuantity(0.25, 'm')", json!("250m"));
+    check("formatQuantity(3, '')", json!("3"));
+    check("formatQuantity(41231686041.6, 'Ki')", json!("40265318Ki"));
+    check_err("formatQuantity(-1.0, 'm')", "negative");
+    check_err("formatQuantity(1.0, 'Kb')", "formatQuantity");
+    check("scaleQuantity('64Gi', 0.5, 'Gi')", json!("32Gi"));
+    check("scaleQuantity('12', 2, 'm')", json!("24"));
+    check_err("scaleQuantity('12', 'x', 'm')", "expected a number");
+}
+
+#[test]
+fn json_functions() {
+    check(
+        "jsonDecode('{\"b\": [1, 2.5, null], \"a\": true}')",
+        json!({"a": true, "b": [1, 2.5, null]}),
+    );
+    check_err("jsonDecode('{')", "jsonDecode");
+    check_err("jsonDecode('{')", "EOF");
+    check(
+        "jsonEncode({'b': 1, 'a': [true, null, 'x']})",
+        json!(r#"{"a":[true,null,"x"],"b":1}"#),
+    );
+    check("jsonEncode(jsonDecode('[1,2]'))", json!("[1,2]"));
+    check_err("jsonEncode(b'x')", "jsonEncode");
+}
+
+#[test]
+fn annotation_json_function() {
+    check(
+        "annotationJSON(object, 'graft.dev/overcommit-ratio')",
+        json!({"cpu": 4, "memory": 1.5}),
+    );
+    check("annotationJSON(object, 'absent')", Value::Null);
+    check_err(
+        "annotationJSON(object, 'broken')",
+        "annotation 'broken' is not valid JSON: ",
+    );
+    assert_eq!(
+        eval_on(&json!({}), "annotationJSON(object, 'x')"),
+        Ok(Value::Null)
+    );
+}
+
+#[test]
+fn multus_parse_function() {
+    check(
+        "multusParse('a@net1, other/b', request.namespace)",
+        json!([{"interface": "net1", "name": "a", "namespace": "ns"}, {"name": "b", "namespace": "other"}]),
+    );
+    check("multusParse('', 'ns')", json!([]));
+    check(
+        "multusParse('[{\"name\":\"a\",\"ips\":[\"10.0.0.1\"]}]', 'ns').map(n, n.namespace + '/' + n.name)",
+        json!(["ns/a"]),
+    );
+    check_err("multusParse('a,,b', 'ns')", "multusParse");
+}
+
+#[test]
+fn wrong_argument_types_are_overload_errors() {
+    check_err("quantityValue(1)", "quantityValue");
+    check_err("multusNetworks('', 'x', 'ns')", "multusNetworks");
+}
+
+// ---- templates ----
+
+#[test]
+fn template_static_values_are_cloned() {
+    let value = json!({"a": [1, "x"], "b": "no braces } here"});
+    let template = Template::compile(&value).unwrap();
+    assert!(template.is_static());
+    assert_eq!(template.needs(), Needs::default());
+    assert_eq!(render(value.clone()), Ok(value));
+}
+
+#[test]
+fn template_typed_and_interpolated() {
+    let template = json!({
+        "replicas": "{{ 1 + 2 }}",
+        "spaced": "  {{ [1, 2] }}  ",
+        "nested": {"{{ keys are literal }}": ["{{ request.namespace }}", 5]},
+        "text": "n={{ 1 }} b={{ true }} null=[{{ null }}] m={{ {'b': 1, 'a': 2} }} s={{ 'x' }}",
+        "map": "{{ {'a': {'b': 1}} }}",
+        "strings": "{{ '}}' + \"{{\" }}",
+        "two": "{{ 1 }}{{ 2 }}"
+    });
+    assert_eq!(
+        render(template),
+        Ok(json!({
+            "replicas": 3,
+            "spaced": [1, 2],
+            "nested": {"{{ keys are literal }}": ["ns", 5]},
+            "text": "n=1 b=true null=[] m={\"a\":2,\"b\":1} s=x",
+            "map": {"a": {"b": 1}},
+            "strings": "}}{{",
+            "two": "12"
+        }))
+    );
+}
+
+#[test]
+fn template_needs_are_the_union() {
+    let template = Template::compile(&json!(["{{ object.a }}", "x-{{ params.b }}"])).unwrap();
+    assert!(!template.is_static());
+    assert_eq!(
+        template.needs(),
+        Needs {
+            object: true,
+            params: true,
+            ..Needs::default()
+        }
+    );
+}
+
+#[test]
+fn template_compile_errors_carry_the_path() {
+    let error = |value: Value| Template::compile(&value).unwrap_err();
+    let unterminated = error(json!({"spec": {"containers": [{"image": "x-{{ object.a"}]}}));
+    assert_eq!(unterminated.path, "spec.containers[0].image");
+    assert!(matches!(unterminated.error, ExprError::Compile(_)));
+    let annotated = error(json!({"metadata": {"annotations": {"a.b/c": "{{ 1 + }}"}}}));
+    assert_eq!(annotated.path, "metadata.annotations['a.b/c']");
+    assert_eq!(error(json!("{{ }}")).path, "");
+    assert!(
+        error(json!("{{ '}} }}"))
+            .to_string()
+            .contains("no matching")
+    );
+}
+
+#[test]
+fn template_render_errors_name_the_path_and_expression() {
+    let error = render(json!({"a": ["{{ podOrdinal({}) }}"]}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("a[0]") && error.contains("podOrdinal({})"),
+        "{error}"
+    );
+}
+
+#[test]
+fn oversized_results_are_errors() {
+    let item = "x".repeat(50);
+    let object = json!({"list": vec![item; 30_000]});
+    for source in [
+        "object.list",
+        "jsonEncode(object.list)",
+        "object.list.join(',')",
+    ] {
+        let result = eval_on(&object, source);
+        if source.contains("join") {
+            // The strings extension builds the string; graft bounds it on the way out.
+            assert!(result.is_err(), "{source}");
+            continue;
+        }
+        let error = result.unwrap_err().to_string();
+        assert!(error.contains("larger than"), "{source}: {error}");
+    }
+    let error = eval_on(
+        &json!({"s": "x".repeat(2 << 20)}),
+        "quantityValue(object.s)",
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("longer than"), "{error}");
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn template_compile_never_panics(text in "[{}'\"a-z0-9 +.\\\\]{0,30}") {
+            let _ = Template::compile(&json!(text));
+        }
+
+        #[test]
+        // A non-blank prefix: a lone expression with only whitespace around it is typed.
+        fn interpolation_keeps_literal_text(prefix in "[a-z -]{0,5}[a-z-][a-z -]{0,5}", suffix in "[a-z -]{0,10}") {
+            let rendered = render(json!(format!("{prefix}{{{{ request.namespace }}}}{suffix}")));
+            prop_assert_eq!(rendered, Ok(json!(format!("{prefix}ns{suffix}"))));
+        }
+    }
+}

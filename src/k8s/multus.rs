@@ -1,0 +1,387 @@
+//! The Multus networks annotation, `k8s.v1.cni.cncf.io/networks`.
+//!
+//! Multus accepts two spellings: a JSON list of objects (`name`, `namespace`,
+//! `interface`, `ips`, `mac`, `default-route`, ...) and the comma-separated
+//! short form `[ns/]name[@ifname]`. [`merge`] adds networks to either and always
+//! writes the JSON form, leaving an existing JSON value byte-for-byte unchanged
+//! when nothing is added, so that a policy applied twice produces no patch.
+
+use serde_json::{Map, Value};
+
+use super::MAX_STRING_BYTES;
+
+/// The annotation Multus reads the pod's extra networks from.
+pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
+
+/// One network attachment: a JSON object with at least a string `name`.
+pub type Network = Map<String, Value>;
+
+/// Why an annotation value or a desired network is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MultusError {
+    #[error("annotation {NETWORKS_ANNOTATION} is not valid: {reason}")]
+    Annotation { reason: String },
+    #[error("desired network #{index} is not valid: {reason}")]
+    Desired { index: usize, reason: String },
+    #[error("annotation {NETWORKS_ANNOTATION} would exceed {MAX_STRING_BYTES} bytes")]
+    TooLarge,
+}
+
+/// How an annotation value was written, which decides whether [`merge`] may
+/// hand it back unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// Absent or blank.
+    Empty,
+    Json,
+    Short,
+}
+
+/// The networks of an annotation value, in their order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Networks {
+    pub form: Form,
+    pub entries: Vec<Network>,
+}
+
+/// Parses an annotation value. JSON entries keep their own keys and key order;
+/// short-form entries become `{"name", "namespace", "interface"}` objects with
+/// only the parts written.
+pub fn parse(value: &str) -> Result<Networks, MultusError> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(Networks {
+            form: Form::Empty,
+            entries: Vec::new(),
+        });
+    }
+    if trimmed.starts_with('[') {
+        return parse_json(trimmed);
+    }
+    let entries = trimmed
+        .split(',')
+        .enumerate()
+        .map(|(index, item)| parse_short(index, item.trim()))
+        .collect::<Result<_, _>>()?;
+    Ok(Networks {
+        form: Form::Short,
+        entries,
+    })
+}
+
+/// Parses and fills in each entry's namespace (`pod_namespace` when absent or
+/// empty), for policies that inspect the networks.
+pub fn parse_resolved(value: &str, pod_namespace: &str) -> Result<Vec<Network>, MultusError> {
+    let mut entries = parse(value)?.entries;
+    for entry in &mut entries {
+        let namespace = namespace_of(entry, pod_namespace).to_string();
+        entry.insert("namespace".to_string(), Value::String(namespace));
+    }
+    Ok(entries)
+}
+
+/// The annotation value with each `desired` network not already present
+/// appended. Present means the same name in the same namespace, a missing
+/// namespace meaning `pod_namespace`. Desired entries are written with keys
+/// `name`, `namespace`, `interface`, then the rest sorted.
+///
+/// When nothing is added to a JSON value, `existing` is returned unchanged.
+pub fn merge(
+    existing: &str,
+    desired: &[Value],
+    pod_namespace: &str,
+) -> Result<String, MultusError> {
+    let Networks { form, mut entries } = parse(existing)?;
+    let mut added = false;
+    for (index, network) in desired.iter().enumerate() {
+        let network = normalize_desired(index, network)?;
+        let name = name_of(&network);
+        let namespace = namespace_of(&network, pod_namespace);
+        let present = entries
+            .iter()
+            .any(|e| name_of(e) == name && namespace_of(e, pod_namespace) == namespace);
+        if !present {
+            entries.push(network);
+            added = true;
+        }
+    }
+    if !added && form == Form::Json {
+        return Ok(existing.to_string());
+    }
+    let list = Value::Array(entries.into_iter().map(Value::Object).collect());
+    let text = serde_json::to_string(&list).map_err(|e| MultusError::Annotation {
+        reason: e.to_string(),
+    })?;
+    if text.len() > MAX_STRING_BYTES {
+        return Err(MultusError::TooLarge);
+    }
+    Ok(text)
+}
+
+fn parse_json(text: &str) -> Result<Networks, MultusError> {
+    let invalid = |reason: String| MultusError::Annotation { reason };
+    let items: Vec<Value> = serde_json::from_str(text)
+        .map_err(|e| invalid(format!("not a JSON list of networks: {e}")))?;
+    let entries = items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| match item {
+            Value::Object(entry) => {
+                check_entry(&entry)
+                    .map_err(|reason| invalid(format!("entry #{index}: {reason}")))?;
+                Ok(entry)
+            }
+            other => Err(invalid(format!("entry #{index} is not an object: {other}"))),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Networks {
+        form: Form::Json,
+        entries,
+    })
+}
+
+/// One short-form item: `[namespace/]name[@interface]`.
+fn parse_short(index: usize, item: &str) -> Result<Network, MultusError> {
+    let invalid = |reason: &str| MultusError::Annotation {
+        reason: format!("entry #{index} '{item}' {reason} (expected [namespace/]name[@interface])"),
+    };
+    if item.is_empty() {
+        return Err(invalid("is empty"));
+    }
+    if item
+        .chars()
+        .any(|c| c.is_whitespace() || c == '"' || c == '{' || c == '}')
+    {
+        return Err(invalid("contains a space or a JSON character"));
+    }
+    let (reference, interface) = match item.split_once('@') {
+        Some((reference, interface)) => (reference, Some(interface)),
+        None => (item, None),
+    };
+    let (namespace, name) = match reference.split_once('/') {
+        Some((namespace, name)) => (Some(namespace), name),
+        None => (None, reference),
+    };
+    let parts = [Some(name), namespace, interface];
+    if parts
+        .iter()
+        .flatten()
+        .any(|p| p.is_empty() || p.contains(['/', '@']))
+    {
+        return Err(invalid("has an empty or repeated part"));
+    }
+    let mut entry = Map::new();
+    entry.insert("name".to_string(), Value::from(name));
+    if let Some(namespace) = namespace {
+        entry.insert("namespace".to_string(), Value::from(namespace));
+    }
+    if let Some(interface) = interface {
+        entry.insert("interface".to_string(), Value::from(interface));
+    }
+    Ok(entry)
+}
+
+/// A desired network as it will be written: keys `name`, `namespace`,
+/// `interface` first, the rest sorted, so output never depends on how the
+/// policy built the map.
+fn normalize_desired(index: usize, network: &Value) -> Result<Network, MultusError> {
+    let invalid = |reason: String| MultusError::Desired { index, reason };
+    let Value::Object(fields) = network else {
+        return Err(invalid(format!(
+            "expected a map with a 'name', got {network}"
+        )));
+    };
+    check_entry(fields).map_err(invalid)?;
+    let mut entry = Map::new();
+    for key in ["name", "namespace", "interface"] {
+        if let Some(value) = fields.get(key) {
+            entry.insert(key.to_string(), value.clone());
+        }
+    }
+    let mut rest: Vec<(&String, &Value)> = fields
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "name" | "namespace" | "interface"))
+        .collect();
+    rest.sort_by(|a, b| a.0.cmp(b.0));
+    for (key, value) in rest {
+        entry.insert(key.clone(), value.clone());
+    }
+    Ok(entry)
+}
+
+/// An entry needs a non-empty string name, and a string namespace if any:
+/// without them "already present" cannot be decided.
+fn check_entry(entry: &Network) -> Result<(), String> {
+    match entry.get("name") {
+        Some(Value::String(name)) if !name.is_empty() => {}
+        Some(other) => return Err(format!("'name' must be a non-empty string, got {other}")),
+        None => return Err("missing 'name'".to_string()),
+    }
+    match entry.get("namespace") {
+        None | Some(Value::String(_)) => Ok(()),
+        Some(other) => Err(format!("'namespace' must be a string, got {other}")),
+    }
+}
+
+fn name_of(entry: &Network) -> &str {
+    entry
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Multus resolves a missing or empty namespace to the pod's own.
+fn namespace_of<'a>(entry: &'a Network, pod_namespace: &'a str) -> &'a str {
+    match entry.get("namespace").and_then(Value::as_str) {
+        Some(namespace) if !namespace.is_empty() => namespace,
+        _ => pod_namespace,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn merged(existing: &str, desired: Value, ns: &str) -> String {
+        let desired = desired.as_array().cloned().unwrap_or_default();
+        merge(existing, &desired, ns).unwrap_or_else(|e| panic!("{existing}: {e}"))
+    }
+
+    #[test]
+    fn adds_to_empty() {
+        assert_eq!(
+            merged("", json!([{"namespace": "net", "name": "roce-a"}]), "ns"),
+            r#"[{"name":"roce-a","namespace":"net"}]"#
+        );
+        assert_eq!(merged("  ", json!([]), "ns"), "[]");
+    }
+
+    #[test]
+    fn desired_keys_are_ordered_name_namespace_interface_then_sorted() {
+        let desired =
+            json!([{"z": 1, "interface": "net1", "a": true, "namespace": "n", "name": "x"}]);
+        assert_eq!(
+            merged("", desired, "ns"),
+            r#"[{"name":"x","namespace":"n","interface":"net1","a":true,"z":1}]"#
+        );
+    }
+
+    #[test]
+    fn keeps_existing_json_entries_and_their_key_order() {
+        let existing = r#"[{"namespace":"net","name":"a","ips":["10.0.0.1/24"],"default-route":["10.0.0.254"]}]"#;
+        assert_eq!(
+            merged(existing, json!([{"name": "b", "namespace": "net"}]), "ns"),
+            r#"[{"namespace":"net","name":"a","ips":["10.0.0.1/24"],"default-route":["10.0.0.254"]},{"name":"b","namespace":"net"}]"#
+        );
+    }
+
+    #[test]
+    fn json_value_is_unchanged_byte_for_byte_when_nothing_is_added() {
+        let existing = r#"[ {"name": "a", "namespace": "net"} ]"#;
+        assert_eq!(
+            merged(existing, json!([{"name": "a", "namespace": "net"}]), "ns"),
+            existing
+        );
+    }
+
+    #[test]
+    fn merging_twice_changes_nothing() {
+        let desired = json!([{"name": "a", "namespace": "net"}, {"name": "b"}]);
+        let once = merged("x", desired.clone(), "ns");
+        assert_eq!(merged(&once, desired, "ns"), once);
+    }
+
+    #[test]
+    fn missing_namespace_means_the_pod_namespace() {
+        // Present: `a` without a namespace is ns/a.
+        assert_eq!(
+            merged(
+                r#"[{"name":"a"}]"#,
+                json!([{"name": "a", "namespace": "ns"}]),
+                "ns"
+            ),
+            r#"[{"name":"a"}]"#
+        );
+        // Absent: same name in another namespace.
+        assert_eq!(
+            merged(
+                r#"[{"name":"a"}]"#,
+                json!([{"name": "a", "namespace": "other"}]),
+                "ns"
+            ),
+            r#"[{"name":"a"},{"name":"a","namespace":"other"}]"#
+        );
+    }
+
+    #[test]
+    fn duplicate_desired_entries_are_added_once() {
+        assert_eq!(
+            merged(
+                "",
+                json!([{"name": "a"}, {"name": "a", "namespace": "ns"}]),
+                "ns"
+            ),
+            r#"[{"name":"a"}]"#
+        );
+    }
+
+    #[test]
+    fn short_form_becomes_json() {
+        assert_eq!(
+            merged(" net/a@eth1 , b,other/c ", json!([{"name": "d"}]), "ns"),
+            r#"[{"name":"a","namespace":"net","interface":"eth1"},{"name":"b"},{"name":"c","namespace":"other"},{"name":"d"}]"#
+        );
+        assert_eq!(
+            merged("net/a", json!([{"name": "a", "namespace": "net"}]), "ns"),
+            r#"[{"name":"a","namespace":"net"}]"#
+        );
+    }
+
+    #[test]
+    fn parse_resolved_fills_in_namespaces() {
+        let entries = parse_resolved("a@net1,x/b", "ns").unwrap();
+        assert_eq!(
+            Value::Array(entries.into_iter().map(Value::Object).collect()),
+            json!([{"name": "a", "interface": "net1", "namespace": "ns"}, {"name": "b", "namespace": "x"}])
+        );
+        assert!(parse_resolved("", "ns").unwrap().is_empty());
+    }
+
+    #[test]
+    fn malformed_values_are_errors_naming_the_annotation() {
+        for existing in [
+            "[",
+            "[1]",
+            r#"[{"namespace":"n"}]"#,
+            r#"[{"name":3}]"#,
+            r#"{"name":"a"}"#,
+            "a,,b",
+            "a/b/c",
+            "@eth0",
+            "ns/",
+            "a@",
+            "a b",
+            r#"[{"name":"a","namespace":1}]"#,
+        ] {
+            let err = merge(existing, &[], "ns").expect_err(existing).to_string();
+            assert!(err.contains(NETWORKS_ANNOTATION), "{existing}: {err}");
+        }
+    }
+
+    #[test]
+    fn invalid_desired_entries_are_errors() {
+        for desired in [
+            json!(["a"]),
+            json!([{"namespace": "n"}]),
+            json!([{"name": ""}]),
+        ] {
+            let desired = desired.as_array().cloned().unwrap_or_default();
+            let err = merge("", &desired, "ns").unwrap_err();
+            assert!(
+                matches!(err, MultusError::Desired { index: 0, .. }),
+                "{err}"
+            );
+        }
+    }
+}
