@@ -172,6 +172,9 @@ pub fn client_config(
         }
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    // Like the apiserver's Go client: no session resumption, so every connection sees
+    // the certificate the server presents now (a resumed session reports the old one).
+    config.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(config))
 }
 
