@@ -234,6 +234,8 @@ impl Acceptor {
                 }
             });
         }
+        // Close the listening socket before saying so: new connections are refused from here.
+        drop(self);
         tracing::info!("stopped accepting connections");
         graceful
     }
