@@ -9,7 +9,11 @@
 //!   mutate, diff.
 //! - [`expr`]: CEL expressions and `{{ }}` templates, with the Kubernetes helpers.
 //! - [`k8s`]: Kubernetes value formats (quantities, pod ordinals, Multus annotations).
+//! - [`offline`]: admission requests for objects outside a cluster (`graft apply`, `graft test`).
 //! - [`admission`]: AdmissionReview parsing and responses; shared by the server and the CLI.
+//! - [`server`]: `graft serve`, the HTTPS admission server (TLS, routes, probes, shutdown).
+//! - [`metrics`]: the Prometheus metrics and their registry.
+//! - [`watch`]: debounced directory watching for mounted ConfigMaps and Secrets.
 //! - [`cli`]: the `graft` subcommands.
 #![forbid(unsafe_code)]
 
@@ -18,5 +22,8 @@ pub mod cli;
 pub mod engine;
 pub mod expr;
 pub mod k8s;
+pub mod metrics;
 pub mod offline;
 pub mod policy;
+pub mod server;
+pub mod watch;

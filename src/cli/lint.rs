@@ -125,3 +125,4 @@ fn print_text(report: &Report) {
         eprintln!("{errors} error(s), {warnings} warning(s)");
     }
 }
+

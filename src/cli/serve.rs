@@ -1,10 +1,149 @@
-//! `graft serve` (placeholder).
+//! `graft serve`: flags and environment -> [`crate::server::Config`], logging setup, and
+//! the Tokio runtime. The server itself lives in [`crate::server`].
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use crate::server::config::parse_duration;
+use crate::server::{self, CertSource, Config, Limits, StartError};
+use crate::watch::{WatchConfig, WatchMode};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The flags of `graft serve`, boxed so the subcommand enum stays small.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub flags: Box<Flags>,
+}
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Flags {
+    /// Policy directory (or file).
+    #[arg(long, env = "GRAFT_POLICIES", default_value = "policies")]
+    pub policies: PathBuf,
+    /// Admission (HTTPS) listen address.
+    #[arg(long, env = "GRAFT_LISTEN", default_value = "0.0.0.0:8443")]
+    pub listen: SocketAddr,
+    /// Serving certificate chain (PEM). Without --tls-cert/--tls-key a self-signed
+    /// localhost certificate is generated, for local use only.
+    #[arg(long, env = "GRAFT_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Serving private key (PEM).
+    #[arg(long, env = "GRAFT_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this CA (apiserver mTLS).
+    #[arg(long, env = "GRAFT_CLIENT_CA")]
+    pub client_ca: Option<PathBuf>,
+    /// Plain-HTTP listen address for /healthz, /readyz and /metrics.
+    #[arg(long, env = "GRAFT_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
+    pub metrics_listen: SocketAddr,
+    #[arg(long, env = "GRAFT_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Largest accepted request body.
+    #[arg(long, env = "GRAFT_MAX_BODY_BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Most concurrent connections; further ones wait in the listen backlog.
+    #[arg(long, env = "GRAFT_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Time to finish in-flight requests after SIGTERM (15s, 500ms or seconds).
+    #[arg(long, env = "GRAFT_SHUTDOWN_GRACE", default_value = "15s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+    /// Time a whole request may take.
+    #[arg(long, env = "GRAFT_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Time a client has to send its request headers.
+    #[arg(long, env = "GRAFT_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Time a client has to complete the TLS handshake.
+    #[arg(long, env = "GRAFT_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub tls_handshake_timeout: Duration,
+    /// How certificate (and policy) directories are watched for changes.
+    #[arg(long, env = "GRAFT_WATCH", value_enum, default_value = "inotify")]
+    pub watch: WatchMode,
+    /// Scan period for --watch poll.
+    #[arg(long, env = "GRAFT_POLL_INTERVAL", default_value = "1s", value_parser = parse_duration)]
+    pub poll_interval: Duration,
+    /// Lint the policy directory and exit.
+    #[arg(long)]
+    pub lint: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("graft serve is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let args = *args.flags;
+    if args.lint {
+        return Ok(super::lint::lint_paths(std::slice::from_ref(
+            &args.policies,
+        )));
+    }
+    init_logging(args.log_format)?;
+    let config = config(args);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the Tokio runtime")?;
+    match runtime.block_on(server::run(config, server::shutdown::signal())) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(StartError::Policies(findings)) => {
+            for finding in &findings.0 {
+                eprintln!("{finding}");
+            }
+            tracing::error!(
+                problems = findings.0.len(),
+                "the policy set is invalid; not serving"
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn config(args: Flags) -> Config {
+    let cert = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => CertSource::Files { cert, key },
+        _ => CertSource::SelfSigned,
+    };
+    Config {
+        policies: vec![args.policies],
+        listen: args.listen,
+        metrics_listen: args.metrics_listen,
+        cert,
+        client_ca: args.client_ca,
+        limits: Limits {
+            max_body_bytes: args.max_body_bytes,
+            max_connections: args.max_connections.max(1),
+            header_read_timeout: args.header_read_timeout,
+            request_timeout: args.request_timeout,
+            tls_handshake_timeout: args.tls_handshake_timeout,
+        },
+        shutdown_grace: args.shutdown_grace,
+        watch: WatchConfig {
+            mode: args.watch,
+            poll_interval: args.poll_interval,
+            ..WatchConfig::default()
+        },
+    }
+}
+
+fn init_logging(format: LogFormat) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour codes only on a terminal: in a pod they would garble the log collector.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi);
+    let result = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    result.map_err(|error| anyhow::anyhow!("cannot set up logging: {error}"))
 }

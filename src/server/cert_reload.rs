@@ -1,0 +1,95 @@
+//! Reloads the serving certificate when its mounted Secret changes (cert-manager rotation,
+//! kubelet's `..data` symlink swap). Every change re-reads both files through their visible
+//! paths; a pair that cannot be read or whose key does not match keeps the old one.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::tls::{self, CertResolver};
+use crate::metrics::{Metrics, ReloadResult};
+use crate::watch::{WatchConfig, WatchError, Watcher};
+
+/// Running totals of reload attempts that changed something or failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReloadStatus {
+    pub successes: u64,
+    pub failures: u64,
+}
+
+pub struct CertReloader {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub resolver: Arc<CertResolver>,
+    pub metrics: Arc<Metrics>,
+    pub status: watch::Sender<ReloadStatus>,
+}
+
+impl CertReloader {
+    /// Watches the directories of both files until `shutdown` flips to true.
+    pub fn spawn(
+        self,
+        config: &WatchConfig,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Result<JoinHandle<()>, WatchError> {
+        let mut dirs = vec![parent(&self.cert), parent(&self.key)];
+        dirs.dedup();
+        let mut watcher = Watcher::new(&dirs, config)?;
+        Ok(tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = watcher.changed() => {
+                        if !changed {
+                            break;
+                        }
+                        self.reload();
+                    }
+                    _ = shutdown.wait_for(|stop| *stop) => break,
+                }
+            }
+        }))
+    }
+
+    /// Re-reads the pair; installs it if it differs from the current one and is valid.
+    pub fn reload(&self) {
+        match tls::load_pair(&self.cert, &self.key) {
+            Ok(pair) => {
+                // Directory events also fire for unrelated files; only a new pair counts.
+                if pair.cert == self.resolver.current().cert {
+                    tracing::debug!(cert = %self.cert.display(), "certificate unchanged");
+                    return;
+                }
+                let expiry = tls::expiry(&pair);
+                self.resolver.store(pair);
+                self.metrics.tls_reloaded(ReloadResult::Success);
+                if let Some(expiry) = expiry {
+                    self.metrics.tls_certificate_expiry(expiry);
+                }
+                self.status.send_modify(|status| status.successes += 1);
+                tracing::info!(
+                    cert = %self.cert.display(),
+                    expiry_unix = expiry,
+                    "serving certificate reloaded"
+                );
+            }
+            Err(error) => {
+                self.metrics.tls_reloaded(ReloadResult::Error);
+                self.status.send_modify(|status| status.failures += 1);
+                tracing::warn!(
+                    %error,
+                    cert = %self.cert.display(),
+                    "serving certificate not reloaded; keeping the previous one"
+                );
+            }
+        }
+    }
+}
+
+fn parent(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}

@@ -1,0 +1,96 @@
+//! Server configuration: one plain struct built by `graft serve` (or a test), so the
+//! server never reads flags or the environment itself.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::watch::WatchConfig;
+
+/// Where the serving certificate comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertSource {
+    /// PEM files, reloaded when their directories change.
+    Files { cert: PathBuf, key: PathBuf },
+    /// An in-memory CA and localhost certificate, for local use only.
+    SelfSigned,
+}
+
+/// Protection against slow, large or numerous requests.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub max_connections: usize,
+    /// Time a client has to send the request headers (HTTP/1).
+    pub header_read_timeout: Duration,
+    /// Time for a whole request: body read, evaluation and response.
+    pub request_timeout: Duration,
+    pub tls_handshake_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 8 * 1024 * 1024,
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            tls_handshake_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub policies: Vec<PathBuf>,
+    pub listen: SocketAddr,
+    pub metrics_listen: SocketAddr,
+    pub cert: CertSource,
+    /// When set, clients must present a certificate signed by one of these CAs.
+    pub client_ca: Option<PathBuf>,
+    pub limits: Limits,
+    pub shutdown_grace: Duration,
+    /// How certificate (and later policy) directories are watched.
+    pub watch: WatchConfig,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid duration {0:?}: use a number of seconds or a value like 15s or 500ms")]
+pub struct BadDuration(pub String);
+
+/// Parses `15s`, `500ms`, `2m` or plain seconds (`15`, `0.5`).
+pub fn parse_duration(text: &str) -> Result<Duration, BadDuration> {
+    let trimmed = text.trim();
+    let bad = || BadDuration(text.to_string());
+    let (number, scale) = if let Some(n) = trimmed.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = trimmed.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = trimmed.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (trimmed, 1.0)
+    };
+    let value: f64 = number.trim().parse().map_err(|_| bad())?;
+    Duration::try_from_secs_f64(value * scale).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let check = |text: &str, expect: Option<Duration>| {
+            assert_eq!(parse_duration(text).ok(), expect, "{text}");
+        };
+        check("15s", Some(Duration::from_secs(15)));
+        check("500ms", Some(Duration::from_millis(500)));
+        check("15", Some(Duration::from_secs(15)));
+        check("0.25", Some(Duration::from_millis(250)));
+        check("2m", Some(Duration::from_secs(120)));
+        check("-1s", None);
+        check("soon", None);
+        check("", None);
+    }
+}

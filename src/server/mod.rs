@@ -1,0 +1,285 @@
+//! `graft serve`: the HTTPS admission server.
+//!
+//! [`start`] loads the policies, sets up TLS, binds both listeners and returns a
+//! [`Running`] server with its bound addresses and its [`State`]; the server then runs until
+//! the shutdown future resolves, drains, and [`Running::wait`] returns.
+//!
+//! - [`config`]: the plain configuration struct.
+//! - [`tls`]: certificates, the swappable resolver, the rustls configuration.
+//! - [`cert_reload`]: reloading the certificate when its directory changes.
+//! - [`routes`]: `POST /mutate`.
+//! - [`ops`]: `/healthz`, `/readyz`, `/metrics` on a plain-HTTP listener.
+//! - [`state`]: what handlers and reloaders share (policy set, readiness, metrics).
+//! - [`shutdown`]: SIGTERM and SIGINT.
+
+pub mod cert_reload;
+pub mod config;
+pub mod ops;
+pub mod routes;
+pub mod shutdown;
+pub mod state;
+pub mod tls;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+pub use config::{CertSource, Config, Limits};
+pub use state::State;
+
+use crate::metrics::Metrics;
+use crate::policy::{self, Findings};
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the policy set is invalid")]
+    Policies(Findings),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    #[error(transparent)]
+    Watch(#[from] crate::watch::WatchError),
+}
+
+/// A started server.
+#[derive(Debug)]
+pub struct Running {
+    /// The bound admission (HTTPS) address.
+    pub addr: SocketAddr,
+    /// The bound operations (plain HTTP) address.
+    pub metrics_addr: SocketAddr,
+    /// Where the self-signed CA certificate was written, when no certificate was given.
+    pub ca_file: Option<PathBuf>,
+    pub state: Arc<State>,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Waits until the server has shut down and drained.
+    pub async fn wait(self) {
+        if let Err(error) = self.task.await {
+            tracing::error!(%error, "server task failed");
+        }
+    }
+}
+
+/// Starts the server; it stops accepting when `shutdown` resolves and drains within the
+/// configured grace period.
+pub async fn start(
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Running, StartError> {
+    let state = Arc::new(State::new(Arc::new(Metrics::new())));
+    let (stop, stopped) = watch::channel(false);
+
+    // The probes listen first, so /readyz answers 503 while the rest starts.
+    let ops_listener = bind(config.metrics_listen).await?;
+    let metrics_addr = local_addr(&ops_listener, config.metrics_listen)?;
+    let (ops_stop, ops_stopped) = watch::channel(false);
+    let ops_task = tokio::spawn(ops::serve(ops_listener, state.clone(), ops_stopped));
+
+    // An invalid policy set at startup is fatal: serving without the policies would
+    // silently admit objects unmutated.
+    let loaded = policy::load(&config.policies).map_err(StartError::Policies)?;
+    for warning in &loaded.warnings {
+        tracing::warn!(finding = %warning, "policy warning");
+    }
+    state.install_policies(loaded.set);
+
+    let listener = bind(config.listen).await?;
+    let addr = local_addr(&listener, config.listen)?;
+
+    let (resolver, ca_file) = match &config.cert {
+        CertSource::Files { cert, key } => {
+            let resolver = Arc::new(tls::CertResolver::new(tls::load_pair(cert, key)?));
+            cert_reload::CertReloader {
+                cert: cert.clone(),
+                key: key.clone(),
+                resolver: resolver.clone(),
+                metrics: state.metrics.clone(),
+                status: state.tls_reloads.clone(),
+            }
+            .spawn(&config.watch, stopped.clone())?;
+            (resolver, None)
+        }
+        CertSource::SelfSigned => {
+            let generated = tls::self_signed()?;
+            // Named by port so several local servers do not overwrite each other's CA.
+            let path = std::env::temp_dir().join(format!("graft-ca-{}.pem", addr.port()));
+            tls::write_ca(&path, &generated.ca_pem)?;
+            tracing::warn!(
+                ca_file = %path.display(),
+                "no --tls-cert/--tls-key: serving a self-signed certificate for localhost and \
+                 127.0.0.1, for local use only (curl --cacert the CA file)"
+            );
+            (Arc::new(tls::CertResolver::new(generated.key)), Some(path))
+        }
+    };
+    if let Some(expiry) = tls::expiry(&resolver.current()) {
+        state.metrics.tls_certificate_expiry(expiry);
+    }
+    let tls_config = tls::server_config(resolver.clone(), config.client_ca.as_deref())?;
+    let _ = state.certs.set(resolver);
+    state.readiness.tls.store(true, Ordering::SeqCst);
+    tracing::info!(%addr, %metrics_addr, "graft serving");
+
+    let accept = Acceptor {
+        listener,
+        tls: TlsAcceptor::from(tls_config),
+        state: state.clone(),
+        limits: Arc::new(config.limits.clone()),
+    };
+    let grace = config.shutdown_grace;
+    let drain_state = state.clone();
+    let task = tokio::spawn(async move {
+        let graceful = accept.run(shutdown).await;
+        drain_state.readiness.draining.store(true, Ordering::SeqCst);
+        let _ = stop.send(true);
+        drain(graceful, grace).await;
+        let _ = ops_stop.send(true);
+        let _ = ops_task.await;
+    });
+    Ok(Running {
+        addr,
+        metrics_addr,
+        ca_file,
+        state,
+        task,
+    })
+}
+
+/// Runs `start` and waits for it: the whole life of `graft serve`.
+pub async fn run(
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    start(config, shutdown).await?.wait().await;
+    Ok(())
+}
+
+struct Acceptor {
+    listener: TcpListener,
+    tls: TlsAcceptor,
+    state: Arc<State>,
+    limits: Arc<Limits>,
+}
+
+impl Acceptor {
+    /// Accepts connections until `shutdown` resolves; returns the handle that drains them.
+    async fn run(self, shutdown: impl Future<Output = ()>) -> GracefulShutdown {
+        let graceful = GracefulShutdown::new();
+        let permits = Arc::new(Semaphore::new(self.limits.max_connections));
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.limits.header_read_timeout)
+            .keep_alive(true);
+        builder.http2().timer(TokioTimer::new());
+        tokio::pin!(shutdown);
+        loop {
+            // Waiting for a permit before accepting leaves excess connections in the
+            // kernel backlog instead of spending memory and handshakes on them.
+            let accepted = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = accept_with_permit(&self.listener, &permits) => accepted,
+            };
+            let Some((stream, peer, permit)) = accepted else {
+                continue;
+            };
+            let tls = self.tls.clone();
+            let state = self.state.clone();
+            let limits = self.limits.clone();
+            let builder = builder.clone();
+            let watcher = graceful.watcher();
+            tokio::spawn(async move {
+                let _permit = permit;
+                let handshake =
+                    tokio::time::timeout(limits.tls_handshake_timeout, tls.accept(stream));
+                let stream = match handshake.await {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(error)) => {
+                        tracing::debug!(%peer, %error, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake timed out");
+                        return;
+                    }
+                };
+                let service = service_fn(move |request| {
+                    routes::handle(request, state.clone(), limits.clone())
+                });
+                let connection = builder.serve_connection(TokioIo::new(stream), service);
+                if let Err(error) = watcher.watch(connection).await {
+                    tracing::debug!(%peer, %error, "connection ended with an error");
+                }
+            });
+        }
+        // Close the listening socket before saying so: new connections are refused from here.
+        drop(self);
+        tracing::info!("stopped accepting connections");
+        graceful
+    }
+}
+
+async fn accept_with_permit(
+    listener: &TcpListener,
+    permits: &Arc<Semaphore>,
+) -> Option<(
+    tokio::net::TcpStream,
+    SocketAddr,
+    tokio::sync::OwnedSemaphorePermit,
+)> {
+    let permit = permits.clone().acquire_owned().await.ok()?;
+    match listener.accept().await {
+        Ok((stream, peer)) => Some((stream, peer, permit)),
+        Err(error) => {
+            // Typically EMFILE: back off briefly instead of spinning on the error.
+            tracing::warn!(%error, "accept failed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            None
+        }
+    }
+}
+
+/// Closes idle keep-alive connections and waits for in-flight requests, up to `grace`.
+async fn drain(graceful: GracefulShutdown, grace: Duration) {
+    match tokio::time::timeout(grace, graceful.shutdown()).await {
+        Ok(()) => tracing::info!("all connections drained"),
+        Err(_) => tracing::warn!(
+            grace_seconds = grace.as_secs_f64(),
+            "grace period over; closing remaining connections"
+        ),
+    }
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind { addr, source })
+}
+
+fn local_addr(listener: &TcpListener, addr: SocketAddr) -> Result<SocketAddr, StartError> {
+    listener
+        .local_addr()
+        .map_err(|source| StartError::Bind { addr, source })
+}

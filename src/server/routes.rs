@@ -1,0 +1,275 @@
+//! The admission route: `POST /mutate` -> AdmissionReview -> the exact bytes of
+//! [`crate::admission::Reviewed::to_json`], which `graft review` prints too.
+//!
+//! Bad input is refused as cheaply as possible (method, content type and declared length
+//! before any body byte is read) and always with a JSON `{"error": "..."}` body.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+
+use super::config::Limits;
+use super::state::State;
+use crate::admission::{self, Reviewed};
+use crate::engine::{Outcome, PolicyResult};
+use crate::metrics::ErrorReason;
+
+pub type Body = Full<Bytes>;
+
+/// Serves one request on the admission listener. Never fails: every problem is a response.
+pub async fn handle(
+    request: Request<Incoming>,
+    state: Arc<State>,
+    limits: Arc<Limits>,
+) -> Result<Response<Body>, Infallible> {
+    let started = Instant::now();
+    let answer = tokio::time::timeout(
+        limits.request_timeout,
+        route(request, &state, &limits, started),
+    )
+    .await;
+    Ok(match answer {
+        Ok(Ok(response)) => response,
+        Ok(Err(refusal)) => refusal.into_response(&state),
+        Err(_) => Refusal::new(
+            ErrorReason::Timeout,
+            StatusCode::REQUEST_TIMEOUT,
+            "request not completed in time",
+        )
+        .into_response(&state),
+    })
+}
+
+async fn route(
+    request: Request<Incoming>,
+    state: &State,
+    limits: &Limits,
+    started: Instant,
+) -> Result<Response<Body>, Refusal> {
+    if request.uri().path() != "/mutate" {
+        return Err(Refusal::new(
+            ErrorReason::NotFound,
+            StatusCode::NOT_FOUND,
+            "not found: admission reviews are served at POST /mutate",
+        ));
+    }
+    if request.method() != Method::POST {
+        return Err(Refusal::new(
+            ErrorReason::Method,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed: use POST",
+        ));
+    }
+    if !is_json(request.headers().get(header::CONTENT_TYPE)) {
+        return Err(Refusal::new(
+            ErrorReason::ContentType,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "content type must be application/json",
+        ));
+    }
+    let too_large = || {
+        Refusal::new(
+            ErrorReason::TooLarge,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("body larger than {} bytes", limits.max_body_bytes),
+        )
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limits.max_body_bytes as u64) {
+        return Err(too_large());
+    }
+    // Limited also caps chunked and HTTP/2 bodies that declare no length.
+    let body = match Limited::new(request.into_body(), limits.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Err(error) => {
+            return Err(Refusal::new(
+                ErrorReason::BodyRead,
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the request body: {error}"),
+            ));
+        }
+    };
+
+    let policies = state.policies.clone();
+    let reviewed = isolated(move || {
+        // Exactly one load per request: the whole review sees one policy set.
+        let set = policies.load();
+        admission::review(&body, &set)
+    })
+    .await
+    .map_err(|()| {
+        Refusal::new(
+            ErrorReason::Panic,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error while evaluating the review",
+        )
+    })?
+    .map_err(|error| {
+        Refusal::new(
+            ErrorReason::BadReview,
+            StatusCode::BAD_REQUEST,
+            error.to_string(),
+        )
+    })?;
+
+    record(&reviewed, state, started);
+    Ok(json_response(StatusCode::OK, reviewed.to_json()))
+}
+
+/// Runs CPU-bound evaluation off the async workers, and turns a panic into `Err(())` so
+/// one bad request costs one 500 and never the process or its other connections.
+pub async fn isolated<T, F>(work: F) -> Result<T, ()>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(work).await.map_err(|error| {
+        tracing::error!(%error, "evaluation panicked");
+    })
+}
+
+/// One log line and the metrics of an answered review. Never logs the object itself.
+fn record(reviewed: &Reviewed, state: &State, started: Instant) {
+    let request = &reviewed.review.request;
+    let evaluation = &reviewed.evaluation;
+    let seconds = started.elapsed().as_secs_f64();
+    let decision = match &evaluation.outcome {
+        Outcome::Allowed => "allowed",
+        Outcome::Denied { .. } => "denied",
+    };
+    let resource = match &request.sub_resource {
+        Some(sub) if !sub.is_empty() => format!("{}/{}", request.resource.resource, sub),
+        _ => request.resource.resource.clone(),
+    };
+    let mut matched = Vec::with_capacity(evaluation.policies.len());
+    let mut applied = Vec::new();
+    for report in &evaluation.policies {
+        let result = report.result.label();
+        state.metrics.policy_evaluated(&report.policy, result);
+        matched.push(report.policy.as_str());
+        if report.result == PolicyResult::Applied {
+            applied.push(report.policy.as_str());
+        }
+    }
+    state
+        .metrics
+        .review_answered(&request.operation, &resource, decision, seconds);
+    let name = request.name.clone().filter(|n| !n.is_empty()).or_else(|| {
+        request
+            .object
+            .as_ref()
+            .and_then(|object| object.pointer("/metadata/generateName"))
+            .and_then(|value| value.as_str())
+            .map(|prefix| format!("{prefix}*"))
+    });
+    tracing::info!(
+        uid = %request.uid,
+        kind = %request.kind.kind,
+        namespace = request.namespace.as_deref().unwrap_or(""),
+        name = name.as_deref().unwrap_or(""),
+        operation = %request.operation,
+        resource = %resource,
+        matched = %matched.join(","),
+        applied = %applied.join(","),
+        patch_ops = evaluation.patch.0.len(),
+        decision,
+        latency_ms = seconds * 1000.0,
+        "admission review"
+    );
+}
+
+/// `application/json`, with any parameters (`; charset=utf-8`).
+fn is_json(value: Option<&HeaderValue>) -> bool {
+    let Some(value) = value.and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+}
+
+/// A request graft refuses to review, with its status and reason.
+#[derive(Debug)]
+struct Refusal {
+    reason: ErrorReason,
+    status: StatusCode,
+    message: String,
+}
+
+impl Refusal {
+    fn new(reason: ErrorReason, status: StatusCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            reason,
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn into_response(self, state: &State) -> Response<Body> {
+        state.metrics.admission_error(self.reason);
+        tracing::warn!(
+            status = self.status.as_u16(),
+            reason = self.reason.as_str(),
+            error = %self.message,
+            "request refused"
+        );
+        let body = serde_json::json!({ "error": self.message });
+        let mut response = json_response(self.status, body.to_string().into_bytes());
+        if self.status == StatusCode::METHOD_NOT_ALLOWED {
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        }
+        response
+    }
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_types() {
+        let check = |value: Option<&str>, expect: bool| {
+            let header = value.and_then(|v| HeaderValue::from_str(v).ok());
+            assert_eq!(is_json(header.as_ref()), expect, "{value:?}");
+        };
+        check(Some("application/json"), true);
+        check(Some("application/json; charset=utf-8"), true);
+        check(Some("Application/JSON"), true);
+        check(Some("application/yaml"), false);
+        check(Some("text/plain"), false);
+        check(None, false);
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_contained() {
+        let result: Result<u8, ()> = isolated(|| panic!("engine bug")).await;
+        assert_eq!(result, Err(()));
+        // The runtime still runs work afterwards.
+        assert_eq!(isolated(|| 7).await, Ok(7));
+    }
+}

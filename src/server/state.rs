@@ -1,0 +1,67 @@
+//! What the running server shares with its request handlers and with reloaders: the
+//! active policy set, readiness, metrics and the serving certificate.
+//!
+//! A policy reloader plugs in with [`State::install_policies`]: build and validate the new
+//! set off the request path, then install it; every request does exactly one `load` of
+//! [`State::policies`], so it sees one consistent snapshot.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arc_swap::ArcSwap;
+
+use super::cert_reload::ReloadStatus;
+use super::tls::CertResolver;
+use crate::metrics::Metrics;
+use crate::policy::PolicySet;
+
+/// Shared server state. Cheap to clone through `Arc<State>`.
+#[derive(Debug)]
+pub struct State {
+    /// The active, immutable policy set.
+    pub policies: Arc<ArcSwap<PolicySet>>,
+    pub metrics: Arc<Metrics>,
+    pub readiness: Readiness,
+    /// The serving certificate; `None` until TLS is configured.
+    pub certs: std::sync::OnceLock<Arc<CertResolver>>,
+    /// Counts of certificate reloads, for anyone who needs to wait for one (tests, probes).
+    pub tls_reloads: tokio::sync::watch::Sender<ReloadStatus>,
+}
+
+impl State {
+    pub fn new(metrics: Arc<Metrics>) -> State {
+        State {
+            policies: Arc::new(ArcSwap::from_pointee(PolicySet::empty())),
+            metrics,
+            readiness: Readiness::default(),
+            certs: std::sync::OnceLock::new(),
+            tls_reloads: tokio::sync::watch::Sender::new(ReloadStatus::default()),
+        }
+    }
+
+    /// Makes `set` the active policy set for every request that starts from now on.
+    pub fn install_policies(&self, set: PolicySet) {
+        let (revision, count) = (set.revision().to_string(), set.len());
+        self.policies.store(Arc::new(set));
+        self.metrics.policy_set_loaded(count);
+        self.readiness.policies.store(true, Ordering::SeqCst);
+        tracing::info!(revision, policies = count, "policy set installed");
+    }
+}
+
+/// `/readyz` is 200 only when policies are loaded, TLS is ready and the server is not
+/// draining, so a rolling update takes a pod out of the Service before it stops.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    pub policies: AtomicBool,
+    pub tls: AtomicBool,
+    pub draining: AtomicBool,
+}
+
+impl Readiness {
+    pub fn is_ready(&self) -> bool {
+        self.policies.load(Ordering::SeqCst)
+            && self.tls.load(Ordering::SeqCst)
+            && !self.draining.load(Ordering::SeqCst)
+    }
+}

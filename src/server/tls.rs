@@ -1,0 +1,220 @@
+//! TLS for the admission listener: loading a PEM pair, generating a local self-signed
+//! pair, the rustls configuration, and a certificate resolver whose pair can be swapped
+//! while the server runs (see [`super::cert_reload`]).
+//!
+//! Handshakes read the current pair through an `ArcSwap`, so a rotation affects new
+//! handshakes only; established connections keep the keys they negotiated.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
+use rustls::sign::CertifiedKey;
+use rustls::{RootCertStore, ServerConfig};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} contains no PEM certificate")]
+    NoCertificate { path: PathBuf },
+    #[error("{path} contains no PEM private key (PKCS#8, PKCS#1 or SEC1)")]
+    NoKey { path: PathBuf },
+    #[error("{cert} and {key} are not a usable pair: {source}")]
+    Pair {
+        cert: PathBuf,
+        key: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
+    #[error("client CA file {path} contains no usable certificate: {reason}")]
+    ClientCa { path: PathBuf, reason: String },
+    #[error("rustls configuration: {0}")]
+    Config(#[from] rustls::Error),
+    #[error("cannot generate the self-signed certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    #[error("cannot write the self-signed CA certificate to {path}: {source}")]
+    WriteCa {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The crypto provider graft uses everywhere (ring; aws-lc is deliberately not linked).
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Reads a certificate chain and its private key, and checks that they belong together.
+pub fn load_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, TlsError> {
+    let cert_pem = read(cert)?;
+    let key_pem = read(key)?;
+    let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_slice())
+        .filter_map(Result::ok)
+        .collect();
+    if chain.is_empty() {
+        return Err(TlsError::NoCertificate {
+            path: cert.to_path_buf(),
+        });
+    }
+    let private_key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        .ok()
+        .flatten()
+        .ok_or_else(|| TlsError::NoKey {
+            path: key.to_path_buf(),
+        })?;
+    certified(chain, private_key).map_err(|source| TlsError::Pair {
+        cert: cert.to_path_buf(),
+        key: key.to_path_buf(),
+        source,
+    })
+}
+
+/// A self-signed CA and a localhost certificate it signed.
+#[derive(Debug)]
+pub struct SelfSigned {
+    pub key: Arc<CertifiedKey>,
+    pub ca_pem: String,
+}
+
+/// Generates a throwaway CA and a certificate for `localhost` and `127.0.0.1`.
+pub fn self_signed() -> Result<SelfSigned, TlsError> {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "graft local development CA");
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+
+    let leaf_key = KeyPair::generate()?;
+    let mut leaf_params =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?;
+    leaf_params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    let leaf = leaf_params.signed_by(&leaf_key, &ca)?;
+
+    let private_key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+    let key = certified(vec![leaf.der().clone()], private_key)?;
+    Ok(SelfSigned {
+        key,
+        ca_pem: ca.pem(),
+    })
+}
+
+/// Writes the self-signed CA where `curl --cacert` can find it.
+pub fn write_ca(path: &Path, ca_pem: &str) -> Result<(), TlsError> {
+    fs::write(path, ca_pem).map_err(|source| TlsError::WriteCa {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The notAfter of the end-entity certificate, as a Unix timestamp.
+pub fn expiry(key: &CertifiedKey) -> Option<i64> {
+    let der = key.cert.first()?;
+    let (_, parsed) = x509_parser::parse_x509_certificate(der.as_ref()).ok()?;
+    Some(parsed.validity().not_after.timestamp())
+}
+
+/// Serves whichever pair was stored last.
+#[derive(Debug)]
+pub struct CertResolver {
+    current: ArcSwap<CertifiedKey>,
+}
+
+impl CertResolver {
+    pub fn new(key: Arc<CertifiedKey>) -> CertResolver {
+        CertResolver {
+            current: ArcSwap::new(key),
+        }
+    }
+
+    pub fn current(&self) -> Arc<CertifiedKey> {
+        self.current.load_full()
+    }
+
+    pub fn store(&self, key: Arc<CertifiedKey>) {
+        self.current.store(key);
+    }
+}
+
+impl ResolvesServerCert for CertResolver {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current.load_full())
+    }
+}
+
+/// The rustls configuration: ALPN h2 and http/1.1, optional client-certificate check.
+pub fn server_config(
+    resolver: Arc<CertResolver>,
+    client_ca: Option<&Path>,
+) -> Result<Arc<ServerConfig>, TlsError> {
+    let provider = provider();
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(path) => {
+            let roots = client_roots(path)?;
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|error| TlsError::ClientCa {
+                    path: path.to_path_buf(),
+                    reason: error.to_string(),
+                })?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+fn client_roots(path: &Path) -> Result<RootCertStore, TlsError> {
+    let pem = read(path)?;
+    let mut roots = RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()).filter_map(Result::ok) {
+        roots.add(cert).map_err(|error| TlsError::ClientCa {
+            path: path.to_path_buf(),
+            reason: error.to_string(),
+        })?;
+    }
+    if roots.is_empty() {
+        return Err(TlsError::ClientCa {
+            path: path.to_path_buf(),
+            reason: "no PEM certificate found".to_string(),
+        });
+    }
+    Ok(roots)
+}
+
+/// Builds a pair, insisting that the key matches the certificate: a mismatched pair would
+/// fail every handshake, so it must never replace a working one.
+fn certified(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<Arc<CertifiedKey>, rustls::Error> {
+    let signing_key = provider().key_provider.load_private_key(key)?;
+    let certified = CertifiedKey::new(chain, signing_key);
+    certified.keys_match()?;
+    Ok(Arc::new(certified))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
+    fs::read(path).map_err(|source| TlsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}

@@ -1,0 +1,200 @@
+//! Directory watching for mounted ConfigMaps and Secrets, shared by the certificate
+//! reloader and the policy reloader.
+//!
+//! Kubelet updates a mounted volume by writing a new timestamped directory and renaming a
+//! `..data_tmp` symlink onto `..data`; the visible files are symlinks through `..data`.
+//! Watching a file path would watch an inode that is about to be deleted, so this module
+//! watches *directories*, non-recursively, treats every event as "something changed",
+//! and debounces the burst a swap produces into one notification. The consumer then
+//! re-reads everything through the visible paths; it never interprets the event itself.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), graft::watch::WatchError> {
+//! use graft::watch::{WatchConfig, Watcher};
+//! let mut watcher = Watcher::new(&["/etc/graft/tls".into()], &WatchConfig::default())?;
+//! while watcher.changed().await {
+//!     // re-read the files through their visible paths
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher as _};
+use tokio::sync::mpsc;
+
+/// How to notice changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum WatchMode {
+    /// Kernel notifications (inotify on Linux): changes are seen within milliseconds.
+    #[default]
+    Inotify,
+    /// Periodic scans, for filesystems without notifications (some network mounts).
+    Poll,
+    /// Never reload.
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    pub mode: WatchMode,
+    /// Scan period in [`WatchMode::Poll`].
+    pub poll_interval: Duration,
+    /// Quiet time gathered after the first event before notifying once.
+    pub debounce: Duration,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            mode: WatchMode::Inotify,
+            poll_interval: Duration::from_secs(1),
+            debounce: Duration::from_millis(200),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("cannot watch directory {dir}: {source}")]
+    Watch {
+        dir: PathBuf,
+        #[source]
+        source: notify::Error,
+    },
+    #[error("cannot start the file watcher: {0}")]
+    Start(#[source] notify::Error),
+}
+
+/// A debounced "something changed in these directories" signal.
+pub struct Watcher {
+    events: mpsc::Receiver<()>,
+    debounce: Duration,
+    // Kept alive for as long as the Watcher: dropping it stops the notifications.
+    _backend: Option<Box<dyn notify::Watcher + Send>>,
+    // In WatchMode::None nothing ever sends; holding the sender keeps `changed` pending
+    // instead of reporting the end of the stream.
+    _idle: Option<mpsc::Sender<()>>,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher")
+            .field("debounce", &self.debounce)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watcher {
+    /// Watches each directory (non-recursively). Must be called inside a Tokio runtime only
+    /// for [`Watcher::changed`]; construction itself does not need one.
+    pub fn new(dirs: &[PathBuf], config: &WatchConfig) -> Result<Watcher, WatchError> {
+        // Capacity 1 and try_send: a burst of events collapses into one pending wake-up.
+        let (sender, events) = mpsc::channel(1);
+        let backend: Option<Box<dyn notify::Watcher + Send>> = match config.mode {
+            WatchMode::None => {
+                return Ok(Watcher {
+                    events,
+                    debounce: config.debounce,
+                    _backend: None,
+                    _idle: Some(sender),
+                });
+            }
+            WatchMode::Inotify => {
+                let handler = event_handler(sender);
+                Some(Box::new(
+                    notify::RecommendedWatcher::new(handler, notify::Config::default())
+                        .map_err(WatchError::Start)?,
+                ))
+            }
+            WatchMode::Poll => {
+                let handler = event_handler(sender);
+                // Compare contents: a symlink swap may keep sizes and second-granular mtimes.
+                let poll_config = notify::Config::default()
+                    .with_poll_interval(config.poll_interval)
+                    .with_compare_contents(true);
+                Some(Box::new(
+                    notify::PollWatcher::new(handler, poll_config).map_err(WatchError::Start)?,
+                ))
+            }
+        };
+        let mut backend = backend;
+        if let Some(watcher) = backend.as_mut() {
+            for dir in dirs {
+                watcher
+                    .watch(dir, RecursiveMode::NonRecursive)
+                    .map_err(|source| WatchError::Watch {
+                        dir: dir.clone(),
+                        source,
+                    })?;
+            }
+        }
+        Ok(Watcher {
+            events,
+            debounce: config.debounce,
+            _backend: backend,
+            _idle: None,
+        })
+    }
+
+    /// Waits for the next change, then for the debounce window to pass, and swallows the
+    /// events of that window. Returns `false` once the watcher can no longer report changes.
+    pub async fn changed(&mut self) -> bool {
+        if self.events.recv().await.is_none() {
+            return false;
+        }
+        tokio::time::sleep(self.debounce).await;
+        while self.events.try_recv().is_ok() {}
+        true
+    }
+}
+
+fn event_handler(sender: mpsc::Sender<()>) -> impl notify::EventHandler {
+    move |event: notify::Result<notify::Event>| {
+        match event {
+            Ok(event) => tracing::trace!(kind = ?event.kind, paths = ?event.paths, "file event"),
+            // An error may mean missed events: treat it as a change so the consumer re-reads.
+            Err(error) => tracing::warn!(%error, "file watcher error"),
+        }
+        // Full means a wake-up is already pending; Closed means nobody listens any more.
+        let _ = sender.try_send(());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_symlink_swap_is_one_change() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        std::fs::create_dir(dir.path().join("..v1"))?;
+        std::os::unix::fs::symlink("..v1", dir.path().join("..data"))?;
+        let mut watcher = Watcher::new(&[dir.path().to_path_buf()], &WatchConfig::default())?;
+
+        std::fs::create_dir(dir.path().join("..v2"))?;
+        std::os::unix::fs::symlink("..v2", dir.path().join("..data_tmp"))?;
+        std::fs::rename(dir.path().join("..data_tmp"), dir.path().join("..data"))?;
+
+        let changed = tokio::time::timeout(Duration::from_secs(10), watcher.changed()).await?;
+        assert!(changed);
+        // The whole burst was swallowed by the debounce window.
+        assert!(watcher.events.try_recv().is_err());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn none_mode_never_fires() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let config = WatchConfig {
+            mode: WatchMode::None,
+            ..WatchConfig::default()
+        };
+        let mut watcher = Watcher::new(&[dir.path().to_path_buf()], &config)?;
+        std::fs::write(dir.path().join("x"), "1")?;
+        let waited = tokio::time::timeout(Duration::from_millis(50), watcher.changed()).await;
+        assert!(waited.is_err());
+        Ok(())
+    }
+}

@@ -1,0 +1,145 @@
+//! The real binary under SIGTERM: in-flight requests complete, idle keep-alive connections
+//! are closed, new connections are refused, exit code 0.
+
+mod support;
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Waits (bounded) for a JSON log line whose message is `message`.
+fn wait_for_log(lines: &mpsc::Receiver<String>, message: &str) -> Result<serde_json::Value> {
+    loop {
+        let line = lines.recv_timeout(DEADLINE)?;
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) {
+            if value["message"] == message {
+                return Ok(value);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn sigterm_finishes_in_flight_requests_and_exits_zero() -> Result {
+    let pki = Pki::new("test CA")?;
+    let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
+    let policies = tempfile::tempdir()?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .arg("serve")
+        .arg("--policies")
+        .arg(policies.path())
+        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+        .arg("--tls-cert")
+        .arg(secret.cert())
+        .arg("--tls-key")
+        .arg(secret.key())
+        .args(["--log-format", "json", "--shutdown-grace", "20s"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (line_tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(|l| l.ok())
+        {
+            if line_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+
+    let outcome = async {
+        let serving = wait_for_log(&lines, "graft serving")?;
+        let addr: std::net::SocketAddr = serving["addr"].as_str().ok_or("no addr")?.parse()?;
+        let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
+        let body = fixture("pod-create-multus-worker.json")?;
+        let expected = expected_answer(policies.path(), &body)?;
+
+        // An idle keep-alive connection, as the apiserver's pool holds.
+        let mut idle = connect(addr, client.clone()).await?;
+        let head = format!(
+            "POST /mutate?timeout=5s HTTP/1.1\r\nhost: {SERVICE_NAME}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        idle.write_all(head.as_bytes()).await?;
+        idle.write_all(&body).await?;
+        assert_eq!(read_response(&mut idle).await?, (200, expected.clone()));
+
+        // An in-flight request: headers and half the body sent.
+        let mut slow = connect(addr, client.clone()).await?;
+        let (first, rest) = body.split_at(body.len() / 2);
+        slow.write_all(head.as_bytes()).await?;
+        slow.write_all(first).await?;
+        slow.flush().await?;
+
+        let kill = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()?;
+        assert!(kill.success());
+        wait_for_log(&lines, "stopped accepting connections")?;
+
+        // New connections are refused once the listener is closed.
+        assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+
+        // The idle connection is closed by the server.
+        let mut buf = [0u8; 1];
+        let read = tokio::time::timeout(DEADLINE, idle.read(&mut buf)).await?;
+        assert!(matches!(read, Ok(0) | Err(_)), "idle connection still open: {read:?}");
+
+        // The in-flight request completes with the full answer.
+        slow.write_all(rest).await?;
+        slow.flush().await?;
+        assert_eq!(read_response(&mut slow).await?, (200, expected));
+        wait_for_log(&lines, "all connections drained")?;
+        Ok::<_, Error>(())
+    }
+    .await;
+
+    let status = wait_exit(child)?;
+    outcome?;
+    assert_eq!(status.code(), Some(0));
+    Ok(())
+}
+
+/// Waits (bounded) for the child to exit, killing it if it outlives the deadline.
+fn wait_exit(mut child: std::process::Child) -> Result<std::process::ExitStatus> {
+    let pid = child.id().to_string();
+    let (status_tx, status) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = status_tx.send(child.wait());
+    });
+    match status.recv_timeout(DEADLINE) {
+        Ok(status) => Ok(status?),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            Err("graft did not exit after SIGTERM".into())
+        }
+    }
+}
+
+#[test]
+fn an_invalid_flag_value_is_a_usage_error() -> Result {
+    let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .args(["serve", "--shutdown-grace", "soon"])
+        .output()?;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8(output.stderr)?.contains("shutdown-grace"));
+    Ok(())
+}
+
+#[test]
+fn lint_flag_lints_and_exits() -> Result {
+    let policies = tempfile::tempdir()?;
+    let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .args(["serve", "--lint", "--policies"])
+        .arg(policies.path())
+        .output()?;
+    assert_eq!(output.status.code(), Some(0));
+    Ok(())
+}
