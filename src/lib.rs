@@ -14,8 +14,10 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod certs;
 pub mod cli;
 pub mod engine;
 pub mod expr;
 pub mod k8s;
 pub mod policy;
+pub mod webhook;
