@@ -80,6 +80,8 @@ pub fn generate(options: &CertOptions) -> Result<CertBundle, CertError> {
     if options.days == 0 {
         return Err(CertError::ZeroDays);
     }
+    // rcgen takes `time::OffsetDateTime`; converting from `SystemTime` (time's `std`
+    // feature, which rcgen's encoder enables) avoids a direct dependency on `time`.
     let now = SystemTime::now();
     let not_before = now.checked_sub(BACKDATE).unwrap_or(now);
     let not_after = now

@@ -222,6 +222,26 @@ fn check_deployment(deployment: &Value) {
         Some(Value::from("/etc/graft/policies"))
     );
     assert_eq!(mount_path(&tls), Some(Value::from("/etc/graft/tls")));
+
+    // The private key is not world-readable, yet readable by graft through its group.
+    let tls_volume = pod["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == tls.as_str())
+        .expect("tls volume");
+    let mode = tls_volume["secret"]["defaultMode"]
+        .as_u64()
+        .unwrap_or(0o644);
+    assert_eq!(
+        mode & 0o007,
+        0,
+        "Secret defaultMode {mode:o} is world-readable"
+    );
+    assert_eq!(
+        pod_security["fsGroup"], 65532,
+        "fsGroup lets user 65532 read the key"
+    );
 }
 
 fn check_configmap(configmap: &Value) {

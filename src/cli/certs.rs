@@ -67,11 +67,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    write(&args.out.join(CA), &bundle.ca_pem, false)?;
-    write(&args.out.join(CERT), &bundle.cert_pem, false)?;
-    write(&args.out.join(KEY), &bundle.key_pem, true)?;
-    write(&args.out.join(SECRET), &secret, true)?;
-    write(&args.out.join(PATCH), &patch, false)?;
+    let force = args.force;
+    write(&args.out.join(CA), &bundle.ca_pem, force, false)?;
+    write(&args.out.join(CERT), &bundle.cert_pem, force, false)?;
+    write(&args.out.join(KEY), &bundle.key_pem, force, true)?;
+    write(&args.out.join(SECRET), &secret, force, true)?;
+    write(&args.out.join(PATCH), &patch, force, false)?;
 
     eprintln!(
         "wrote {CA}, {CERT}, {KEY}, {SECRET}, {PATCH} to {} (DNS names: {}; valid {} days)",
@@ -83,10 +84,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Writes a file; private ones (the key, and the Secret that embeds it) are created
-/// readable by the owner only.
-fn write(path: &Path, contents: &str, private: bool) -> anyhow::Result<()> {
+/// readable by the owner only. Without `force` the file must not exist yet, even if it
+/// appeared after the check in `run`.
+fn write(path: &Path, contents: &str, force: bool, private: bool) -> anyhow::Result<()> {
     let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
     #[cfg(unix)]
     if private {
         use std::os::unix::fs::OpenOptionsExt as _;
