@@ -5,7 +5,9 @@
 # Why not a static musl binary on scratch: ring builds C and assembly that needs a musl
 # cross toolchain per architecture, and musl's allocator is slow under tokio's
 # multi-threaded load. distroless/cc ships only glibc, libgcc and CA roots: no shell,
-# no package manager, and the nonroot (65532) user predefined.
+# no package manager, and the nonroot (65532) user predefined. Both stages are Debian 12,
+# so the binary's glibc matches. The tags are pinned to a toolchain and a Debian release;
+# release pipelines can additionally pin digests (`image:tag@sha256:...`).
 #
 #   docker build -t ghcr.io/graft-dev/graft:0.1.0 .
 
