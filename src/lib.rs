@@ -14,10 +14,13 @@
 //! - [`server`]: `graft serve`, the HTTPS admission server (TLS, routes, probes, shutdown).
 //! - [`metrics`]: the Prometheus metrics and their registry.
 //! - [`watch`]: debounced directory watching for mounted ConfigMaps and Secrets.
+//! - [`webhook`]: renders the MutatingWebhookConfiguration a policy set needs.
+//! - [`certs`]: a CA and serving certificate for the webhook Service (`graft certs`).
 //! - [`cli`]: the `graft` subcommands.
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod certs;
 pub mod cli;
 pub mod engine;
 pub mod expr;
@@ -27,3 +30,4 @@ pub mod offline;
 pub mod policy;
 pub mod server;
 pub mod watch;
+pub mod webhook;

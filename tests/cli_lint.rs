@@ -168,7 +168,7 @@ fn invalid_cel() {
     let (code, stdout) = lint(&[("a.yaml", &text)]);
     assert_eq!(code, 1);
     assert!(
-        stdout.starts_with("a.yaml:7: policy bad-cel: spec.match.cel: invalid CEL expression"),
+        stdout.starts_with("a.yaml:8: policy bad-cel: spec.match.cel: invalid CEL expression"),
         "{stdout}"
     );
 }

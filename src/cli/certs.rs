@@ -1,10 +1,110 @@
-//! `graft certs` (placeholder).
+//! `graft certs`: issue a CA and a serving certificate for clusters without cert-manager.
+//!
+//! Writes `ca.crt`, `tls.crt`, `tls.key`, `secret.yaml` (Secret `graft-tls`) and
+//! `webhook-cabundle-patch.yaml` (the CA as `caBundle` of both webhooks) into `--out`,
+//! ready for the `deploy/self-signed` kustomize overlay.
 
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+use anyhow::Context as _;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("graft certs is not implemented yet")
+use crate::certs::{self, CertOptions};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Name of the webhook Service.
+    #[arg(long, default_value = "graft")]
+    pub service: String,
+    /// Namespace of the webhook Service (and of the generated Secret).
+    #[arg(long, default_value = "graft")]
+    pub namespace: String,
+    /// Directory to write the files into; created if missing.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Validity of the CA and the serving certificate, in days.
+    #[arg(long, default_value_t = 365)]
+    pub days: u32,
+    /// Overwrite existing files (a rotation); otherwise existing files are an error.
+    #[arg(long)]
+    pub force: bool,
+}
+
+const CA: &str = "ca.crt";
+const CERT: &str = "tls.crt";
+const KEY: &str = "tls.key";
+const SECRET: &str = "secret.yaml";
+const PATCH: &str = "webhook-cabundle-patch.yaml";
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Check every target before writing any, so a refusal leaves the directory untouched
+    // rather than holding a CA that does not match the certificate next to it.
+    if !args.force {
+        let existing: Vec<String> = [CA, CERT, KEY, SECRET, PATCH]
+            .iter()
+            .map(|name| args.out.join(name))
+            .filter(|path| path.exists())
+            .map(|path| path.display().to_string())
+            .collect();
+        if !existing.is_empty() {
+            anyhow::bail!(
+                "refusing to overwrite {}; pass --force to replace them (a certificate rotation)",
+                existing.join(", ")
+            );
+        }
+    }
+
+    let options = CertOptions {
+        service: args.service,
+        namespace: args.namespace,
+        days: args.days,
+    };
+    let bundle = certs::generate(&options)?;
+    let secret = certs::secret_yaml(&bundle, &options.namespace)?;
+    let patch = certs::cabundle_patch_yaml(&bundle.ca_pem)?;
+
+    fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let force = args.force;
+    write(&args.out.join(CA), &bundle.ca_pem, force, false)?;
+    write(&args.out.join(CERT), &bundle.cert_pem, force, false)?;
+    write(&args.out.join(KEY), &bundle.key_pem, force, true)?;
+    write(&args.out.join(SECRET), &secret, force, true)?;
+    write(&args.out.join(PATCH), &patch, force, false)?;
+
+    eprintln!(
+        "wrote {CA}, {CERT}, {KEY}, {SECRET}, {PATCH} to {} (DNS names: {}; valid {} days)",
+        args.out.display(),
+        certs::dns_names(&options.service, &options.namespace).join(", "),
+        options.days
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a file; private ones (the key, and the Secret that embeds it) are created
+/// readable by the owner only. Without `force` the file must not exist yet, even if it
+/// appeared after the check in `run`.
+fn write(path: &Path, contents: &str, force: bool, private: bool) -> anyhow::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = private;
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(contents.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }

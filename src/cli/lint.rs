@@ -125,4 +125,3 @@ fn print_text(report: &Report) {
         eprintln!("{errors} error(s), {warnings} warning(s)");
     }
 }
-

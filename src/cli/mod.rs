@@ -2,7 +2,7 @@
 
 pub mod apply;
 pub mod certs;
-mod input;
+pub mod input;
 pub mod lint;
 pub mod review;
 pub mod schema;

@@ -95,3 +95,32 @@ fn revision_of(sources: &[load::Source]) -> String {
     let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
+
+/// The webhook rules that cover exactly what the policy set can match: one per
+/// resource rule of each policy's `spec.match`.
+pub fn webhook_rules(set: &PolicySet) -> Vec<crate::webhook::PolicyRule> {
+    let mut rules = Vec::new();
+    for policy in set.policies() {
+        let operations: Vec<String> = if policy.matcher.operations.is_empty() {
+            vec!["*".to_string()]
+        } else {
+            policy
+                .matcher
+                .operations
+                .iter()
+                .map(|op| op.as_str().to_string())
+                .collect()
+        };
+        for rule in &policy.matcher.resources {
+            rules.push(crate::webhook::PolicyRule {
+                policy: policy.name.clone(),
+                group: rule.group.clone().unwrap_or_else(|| "*".to_string()),
+                version: rule.version.clone().unwrap_or_else(|| "*".to_string()),
+                resource: rule.resource.clone(),
+                subresource: rule.subresource.clone(),
+                operations: operations.clone(),
+            });
+        }
+    }
+    rules
+}

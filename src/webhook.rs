@@ -1,0 +1,395 @@
+//! Renders the MutatingWebhookConfiguration a policy set needs.
+//!
+//! The apiserver only calls graft for requests that some webhook rule covers, so the rules
+//! must cover exactly what the policies can match: too few and a policy silently never runs,
+//! too many and every unrelated request pays a network round trip. This module is pure: it
+//! turns a list of [`PolicyRule`]s (one per resource a policy matches) into the configuration
+//! object; reading policies and writing YAML happen in `graft webhook-config`.
+//!
+//! Rules are split into two webhooks:
+//!
+//! - [`MAIN_WEBHOOK`] (pods and every other resource) with the configurable failure policy,
+//!   `Ignore` by default.
+//! - [`STATUS_WEBHOOK`] for `*/status` subresources, always `Ignore` with a 5 s timeout:
+//!   `nodes/status` is written by every kubelet every few seconds, and an outage of graft
+//!   must never turn nodes NotReady.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+/// Name of the webhook for pods and every resource that is not a `*/status` subresource.
+pub const MAIN_WEBHOOK: &str = "pods.graft.dev";
+/// Name of the webhook for `*/status` subresources (`nodes/status`).
+pub const STATUS_WEBHOOK: &str = "nodes-status.graft.dev";
+/// Timeout of the status webhook; kubelet heartbeats must not wait on graft for long.
+pub const STATUS_TIMEOUT_SECONDS: u32 = 5;
+
+/// One resource a policy can match, in the terms of an admission webhook rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyRule {
+    /// The policy the rule comes from (kept for error messages and debugging).
+    pub policy: String,
+    /// API group: `""` is the core group, `"*"` any group.
+    pub group: String,
+    /// API version, `"*"` for any.
+    pub version: String,
+    /// Plural resource name, `"*"` for any.
+    pub resource: String,
+    /// Subresource such as `status`; `None` for the resource itself.
+    pub subresource: Option<String>,
+    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `"*"`.
+    pub operations: Vec<String>,
+}
+
+/// What the webhook's failure to answer does to the request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+pub enum FailurePolicy {
+    /// Admit the request unmutated.
+    #[default]
+    #[value(name = "Ignore")]
+    Ignore,
+    /// Reject the request.
+    #[value(name = "Fail")]
+    Fail,
+}
+
+/// Where the webhook is served and how the main webhook fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookOptions {
+    /// Name of the MutatingWebhookConfiguration object.
+    pub name: String,
+    /// The Service in front of graft.
+    pub service: String,
+    /// The namespace graft runs in; always excluded so graft can restart itself.
+    pub namespace: String,
+    pub path: String,
+    pub port: u16,
+    /// Base64 of the CA bundle (PEM) that signed graft's serving certificate, if known.
+    pub ca_bundle: Option<String>,
+    /// Failure policy of the main webhook; the status webhook is always `Ignore`.
+    pub failure_policy: FailurePolicy,
+    pub timeout_seconds: u32,
+}
+
+impl Default for WebhookOptions {
+    fn default() -> Self {
+        WebhookOptions {
+            name: "graft".to_string(),
+            service: "graft".to_string(),
+            namespace: "graft".to_string(),
+            path: "/mutate".to_string(),
+            port: 443,
+            ca_bundle: None,
+            failure_policy: FailurePolicy::Ignore,
+            timeout_seconds: 10,
+        }
+    }
+}
+
+/// An `admissionregistration.k8s.io/v1` MutatingWebhookConfiguration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookConfiguration {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub metadata: ObjectMeta,
+    pub webhooks: Vec<Webhook>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectMeta {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    pub name: String,
+    pub admission_review_versions: Vec<String>,
+    pub client_config: ClientConfig,
+    pub failure_policy: FailurePolicy,
+    pub match_policy: &'static str,
+    pub namespace_selector: LabelSelector,
+    pub reinvocation_policy: &'static str,
+    pub rules: Vec<Rule>,
+    pub side_effects: &'static str,
+    pub timeout_seconds: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+    pub service: ServiceReference,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServiceReference {
+    pub name: String,
+    pub namespace: String,
+    pub path: String,
+    pub port: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelSelector {
+    pub match_expressions: Vec<SelectorRequirement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectorRequirement {
+    pub key: String,
+    pub operator: &'static str,
+    pub values: Vec<String>,
+}
+
+/// One `webhooks[].rules[]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    pub api_groups: Vec<String>,
+    pub api_versions: Vec<String>,
+    pub operations: Vec<String>,
+    pub resources: Vec<String>,
+    pub scope: &'static str,
+}
+
+/// Renders the configuration: one webhook per non-empty group of rules, rules merged and
+/// sorted so that the output only changes when what the policies match changes.
+pub fn render(rules: &[PolicyRule], options: &WebhookOptions) -> WebhookConfiguration {
+    let (status, main): (Vec<&PolicyRule>, Vec<&PolicyRule>) = rules
+        .iter()
+        .partition(|rule| rule.subresource.as_deref() == Some("status"));
+
+    let mut webhooks = Vec::new();
+    if !main.is_empty() {
+        // kube-system is left out of the main webhook as well as graft's own namespace:
+        // the control plane's pods must be able to start while graft is down or broken.
+        let excluded = vec![options.namespace.clone(), "kube-system".to_string()];
+        webhooks.push(webhook(
+            MAIN_WEBHOOK,
+            &main,
+            options,
+            options.failure_policy,
+            options.timeout_seconds,
+            excluded,
+        ));
+    }
+    if !status.is_empty() {
+        webhooks.push(webhook(
+            STATUS_WEBHOOK,
+            &status,
+            options,
+            FailurePolicy::Ignore,
+            STATUS_TIMEOUT_SECONDS.min(options.timeout_seconds),
+            vec![options.namespace.clone()],
+        ));
+    }
+
+    WebhookConfiguration {
+        api_version: "admissionregistration.k8s.io/v1",
+        kind: "MutatingWebhookConfiguration",
+        metadata: ObjectMeta {
+            name: options.name.clone(),
+            labels: BTreeMap::from([("app.kubernetes.io/name".to_string(), "graft".to_string())]),
+        },
+        webhooks,
+    }
+}
+
+fn webhook(
+    name: &str,
+    rules: &[&PolicyRule],
+    options: &WebhookOptions,
+    failure_policy: FailurePolicy,
+    timeout_seconds: u32,
+    excluded_namespaces: Vec<String>,
+) -> Webhook {
+    Webhook {
+        name: name.to_string(),
+        admission_review_versions: vec!["v1".to_string()],
+        client_config: ClientConfig {
+            ca_bundle: options.ca_bundle.clone(),
+            service: ServiceReference {
+                name: options.service.clone(),
+                namespace: options.namespace.clone(),
+                path: options.path.clone(),
+                port: options.port,
+            },
+        },
+        failure_policy,
+        // Equivalent: a policy on apps/v1 statefulsets also sees requests made through
+        // another version of the same resource, converted by the apiserver.
+        match_policy: "Equivalent",
+        namespace_selector: LabelSelector {
+            match_expressions: vec![SelectorRequirement {
+                key: "kubernetes.io/metadata.name".to_string(),
+                operator: "NotIn",
+                values: excluded_namespaces,
+            }],
+        },
+        // Policies are idempotent, so a second call after another webhook's change is safe
+        // and lets graft see (and adjust) the final object.
+        reinvocation_policy: "IfNeeded",
+        rules: merge_rules(rules),
+        side_effects: "None",
+        timeout_seconds,
+    }
+}
+
+/// Merges policy rules into webhook rules.
+///
+/// First the operations of every (group, version, resource) are unioned; then resources
+/// with the same group, version and operations share one rule.
+fn merge_rules(rules: &[&PolicyRule]) -> Vec<Rule> {
+    type Key = (String, String, String);
+    let mut operations: BTreeMap<Key, BTreeSet<String>> = BTreeMap::new();
+    for rule in rules {
+        let resource = match &rule.subresource {
+            Some(subresource) => format!("{}/{}", rule.resource, subresource),
+            None => rule.resource.clone(),
+        };
+        let key = (rule.group.clone(), rule.version.clone(), resource);
+        let entry = operations.entry(key).or_default();
+        if rule.operations.is_empty() {
+            // An empty list in a policy means every operation.
+            entry.insert("*".to_string());
+        }
+        entry.extend(rule.operations.iter().map(|op| op.to_uppercase()));
+    }
+
+    let mut grouped: BTreeMap<(String, String, Vec<String>), Vec<String>> = BTreeMap::new();
+    for ((group, version, resource), mut ops) in operations {
+        // "*" already covers every operation; listing others next to it is rejected by
+        // the apiserver's validation.
+        if ops.contains("*") {
+            ops = BTreeSet::from(["*".to_string()]);
+        }
+        grouped
+            .entry((group, version, ops.into_iter().collect()))
+            .or_default()
+            .push(resource);
+    }
+
+    grouped
+        .into_iter()
+        .map(|((group, version, operations), resources)| Rule {
+            api_groups: vec![group],
+            api_versions: vec![version],
+            operations,
+            resources,
+            scope: "*",
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(resource: &str, subresource: Option<&str>, ops: &[&str]) -> PolicyRule {
+        PolicyRule {
+            policy: "p".to_string(),
+            group: "*".to_string(),
+            version: "*".to_string(),
+            resource: resource.to_string(),
+            subresource: subresource.map(str::to_string),
+            operations: ops.iter().map(|op| op.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn identical_resources_merge_and_operations_union() {
+        let rules = [
+            rule("pods", None, &["CREATE"]),
+            rule("pods", None, &["CREATE"]),
+            rule("pods", None, &["UPDATE"]),
+        ];
+        let config = render(&rules, &WebhookOptions::default());
+        assert_eq!(config.webhooks.len(), 1);
+        let webhook = &config.webhooks[0];
+        assert_eq!(webhook.name, MAIN_WEBHOOK);
+        assert_eq!(webhook.rules.len(), 1);
+        assert_eq!(webhook.rules[0].resources, vec!["pods"]);
+        assert_eq!(webhook.rules[0].operations, vec!["CREATE", "UPDATE"]);
+    }
+
+    #[test]
+    fn same_operations_share_a_rule_and_star_absorbs_others() {
+        let mut statefulsets = rule("statefulsets", None, &["CREATE"]);
+        statefulsets.group = "apps".to_string();
+        let rules = [
+            rule("pods", None, &["CREATE"]),
+            rule("services", None, &["CREATE"]),
+            rule("configmaps", None, &["CREATE", "*"]),
+            rule("secrets", None, &[]),
+            statefulsets,
+        ];
+        let config = render(&rules, &WebhookOptions::default());
+        let found: Vec<(Vec<String>, Vec<String>, Vec<String>)> = config.webhooks[0]
+            .rules
+            .iter()
+            .map(|r| {
+                (
+                    r.api_groups.clone(),
+                    r.operations.clone(),
+                    r.resources.clone(),
+                )
+            })
+            .collect();
+        let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            found,
+            vec![
+                (
+                    strings(&["*"]),
+                    strings(&["*"]),
+                    strings(&["configmaps", "secrets"])
+                ),
+                (
+                    strings(&["*"]),
+                    strings(&["CREATE"]),
+                    strings(&["pods", "services"])
+                ),
+                (
+                    strings(&["apps"]),
+                    strings(&["CREATE"]),
+                    strings(&["statefulsets"])
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn status_rules_get_their_own_ignore_webhook() {
+        let rules = [
+            rule("pods", None, &["CREATE"]),
+            rule("nodes", Some("status"), &["UPDATE"]),
+        ];
+        let options = WebhookOptions {
+            failure_policy: FailurePolicy::Fail,
+            ..WebhookOptions::default()
+        };
+        let config = render(&rules, &options);
+        assert_eq!(config.webhooks.len(), 2);
+        let (main, status) = (&config.webhooks[0], &config.webhooks[1]);
+        assert_eq!(main.failure_policy, FailurePolicy::Fail);
+        assert_eq!(status.name, STATUS_WEBHOOK);
+        assert_eq!(status.failure_policy, FailurePolicy::Ignore);
+        assert_eq!(status.timeout_seconds, STATUS_TIMEOUT_SECONDS);
+        assert_eq!(status.rules[0].resources, vec!["nodes/status"]);
+        assert_eq!(
+            main.namespace_selector.match_expressions[0].values,
+            vec!["graft", "kube-system"]
+        );
+    }
+
+    #[test]
+    fn no_rules_no_webhooks() {
+        assert!(render(&[], &WebhookOptions::default()).webhooks.is_empty());
+    }
+}
