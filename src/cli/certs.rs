@@ -13,7 +13,11 @@ use anyhow::Context as _;
 
 use crate::certs::{self, CertOptions};
 
+/// Generate a CA and a serving certificate for the webhook Service, a Secret manifest and a kustomize patch that fills caBundle.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  graft certs --service graft --namespace graft --out deploy/self-signed/certs\n  kubectl apply -k deploy/self-signed"
+)]
 pub struct Args {
     /// Name of the webhook Service.
     #[arg(long, default_value = "graft")]

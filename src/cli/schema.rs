@@ -14,7 +14,9 @@ use crate::policy::model::PolicyDocument;
 /// The schema's `$id`: where the committed file is published.
 pub const SCHEMA_ID: &str = "https://graft.dev/schema/mutationpolicy.schema.json";
 
+/// Print the JSON Schema (2020-12) of MutationPolicy, for editors and CI.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  graft schema --out schema/mutationpolicy.schema.json")]
 pub struct Args {
     /// Write the schema to this file instead of stdout.
     #[arg(long)]

@@ -9,7 +9,11 @@ use anyhow::Context as _;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
+/// Render the MutatingWebhookConfiguration whose rules cover exactly what the policies can match.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  graft webhook-config --policies policies/ --out deploy/base/webhook.yaml\n  graft webhook-config --failure-policy Fail --ca-bundle-file certs/ca.crt"
+)]
 pub struct Args {
     /// Directory holding the policy files.
     #[arg(long, default_value = "policies")]

@@ -39,6 +39,9 @@ pub struct JsonPath {
     source: String,
     query: JpQuery,
     singular: Option<Vec<Token>>,
+    /// For a non-singular path ending in a name or index: the path without that last
+    /// segment, and the segment, so writes can create the last key under every match.
+    parent: Option<(JpQuery, Token)>,
 }
 
 impl JsonPath {
@@ -54,10 +57,17 @@ impl JsonPath {
             return Err(PathError::TooLong(source.to_string()));
         }
         let singular = singular_tokens(&query);
+        let parent = match (singular.is_some(), query.segments.split_last()) {
+            (false, Some((last, rest))) => {
+                last_token(last).map(|token| (JpQuery::new(rest.to_vec()), token))
+            }
+            _ => None,
+        };
         Ok(JsonPath {
             source: source.to_string(),
             query,
             singular,
+            parent,
         })
     }
 
@@ -106,6 +116,39 @@ impl JsonPath {
             .filter_map(|r| parse_json_path(&r.path).ok())
             .filter_map(|normalized| singular_tokens(&normalized))
             .collect()
+    }
+
+    /// Where a write goes: a singular path even where it does not exist yet; a path
+    /// ending in a name or index under every match of the rest (the last key may be
+    /// missing); any other path at every location it selects.
+    pub fn write_locations(&self, document: &Value) -> Vec<Vec<Token>> {
+        if let Some(tokens) = &self.singular {
+            return vec![tokens.clone()];
+        }
+        let Some((parent, last)) = &self.parent else {
+            return self.locations(document);
+        };
+        let Ok(found) = js_path_process(parent, document) else {
+            return Vec::new();
+        };
+        found
+            .into_iter()
+            .filter(|r| r.val.is_object() || r.val.is_array())
+            .filter_map(|r| parse_json_path(&r.path).ok())
+            .filter_map(|normalized| singular_tokens(&normalized))
+            .map(|mut tokens| {
+                tokens.push(last.clone());
+                tokens
+            })
+            .collect()
+    }
+}
+
+fn last_token(segment: &Segment) -> Option<Token> {
+    match segment {
+        Segment::Selector(Selector::Name(name)) => Some(Token::Key(name.clone())),
+        Segment::Selector(Selector::Index(index)) => Some(Token::Index(*index)),
+        _ => None,
     }
 }
 

@@ -6,7 +6,6 @@ use serde_json::{Value, json};
 
 use super::edit::Editor;
 use super::matching::{RequestFacts, declarative_match};
-use super::path::{JsonPath, Token};
 use crate::admission::AdmissionRequest;
 use crate::expr::{Bindings, Expression, Scope};
 use crate::policy::compiled::{CompiledPolicy, MutationKind, ValueSource};
@@ -233,7 +232,7 @@ fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure>
         let field = planned.field;
         match (planned.kind, planned.value) {
             (MutationKind::Set { path, .. }, Some(value)) => {
-                for location in write_locations(path, editor.document()) {
+                for location in path.write_locations(editor.document()) {
                     editor
                         .set(&location, value.clone())
                         .map_err(|e| failure(format!("{field}.path"), e))?;
@@ -242,7 +241,7 @@ fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure>
             (MutationKind::Merge { path, .. }, Some(value)) => {
                 let locations = match path {
                     None => vec![Vec::new()],
-                    Some(path) => write_locations(path, editor.document()),
+                    Some(path) => path.write_locations(editor.document()),
                 };
                 for location in locations {
                     editor
@@ -263,15 +262,6 @@ fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure>
         }
     }
     Ok(())
-}
-
-/// A singular path is written even where it does not exist yet; any other path is
-/// written at every location it selects.
-fn write_locations(path: &JsonPath, document: &Value) -> Vec<Vec<Token>> {
-    match path.singular() {
-        Some(tokens) => vec![tokens.to_vec()],
-        None => path.locations(document),
-    }
 }
 
 fn protected_values(document: &Value) -> [Option<Value>; 3] {

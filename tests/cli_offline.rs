@@ -1,0 +1,274 @@
+//! `graft review`, `graft apply` and `graft test` through the real binary, on the
+//! captured AdmissionReviews and the example policies.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn graft(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or_default()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn fixture(name: &str) -> Value {
+    let text = std::fs::read_to_string(root().join("tests/fixtures").join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Runs `graft review` on a fixture and returns (request, response review).
+fn review(name: &str) -> (Value, Value) {
+    let path = format!("tests/fixtures/{name}");
+    let output = graft(&["review", "--policies", "policies/", &path], None);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (
+        fixture(name),
+        serde_json::from_slice(&output.stdout).unwrap(),
+    )
+}
+
+/// Decodes the response's base64 patch and applies it with an RFC 6902 implementation.
+fn patched(request: &Value, response: &Value) -> Value {
+    assert_eq!(response["response"]["patchType"], "JSONPatch");
+    let encoded = response["response"]["patch"].as_str().unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .unwrap();
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
+    let mut object = request["request"]["object"].clone();
+    json_patch::patch(&mut object, &patch).unwrap();
+    object
+}
+
+fn check_envelope(request: &Value, response: &Value) {
+    assert_eq!(response["apiVersion"], request["apiVersion"]);
+    assert_eq!(response["kind"], "AdmissionReview");
+    assert_eq!(response["response"]["uid"], request["request"]["uid"]);
+    assert_eq!(response["response"]["allowed"], true);
+}
+
+#[test]
+fn review_multus_worker_gives_the_networks_annotation() {
+    let (request, response) = review("pod-create-multus-worker.json");
+    check_envelope(&request, &response);
+    let mut expected = request["request"]["object"].clone();
+    let networks: Vec<Value> = [5, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+        .iter()
+        .map(|n| json!({"name": format!("roce{n}"), "namespace": "rdma-networks"}))
+        .collect();
+    expected["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] =
+        Value::String(serde_json::to_string(&networks).unwrap());
+    assert_eq!(patched(&request, &response), expected);
+    assert_eq!(expected["metadata"]["annotations"]["team"], "infra");
+    let audit = &response["response"]["auditAnnotations"];
+    assert_eq!(audit["mutated-by"], "multus-networks");
+    assert!(audit["revision"].as_str().unwrap().starts_with("sha256:"));
+}
+
+#[test]
+fn review_statefulset_pod_gets_its_node() {
+    let (request, response) = review("pod-create-statefulset-web-3.json");
+    check_envelope(&request, &response);
+    let mut expected = request["request"]["object"].clone();
+    expected["spec"]["nodeSelector"] = json!({"name": "node2"});
+    assert_eq!(patched(&request, &response), expected);
+}
+
+#[test]
+fn review_node_status_gets_overcommitted_allocatable() {
+    let (request, response) = review("node-status-update.json");
+    check_envelope(&request, &response);
+    let mut expected = request["request"]["object"].clone();
+    expected["status"]["allocatable"]["cpu"] = json!("12");
+    expected["status"]["allocatable"]["memory"] = json!("39449851Ki");
+    assert_eq!(patched(&request, &response), expected);
+}
+
+#[test]
+fn review_of_a_sidecar_pod_and_v1beta1_answer_in_kind() {
+    let mut request = fixture("pod-create-multus-worker.json");
+    request["apiVersion"] = json!("admission.k8s.io/v1beta1");
+    request["request"]["namespace"] = json!("default");
+    request["request"]["object"]["metadata"]["annotations"] =
+        json!({"sidecar-injector-webhook.morven.me/inject": "true"});
+    let body = serde_json::to_vec(&request).unwrap();
+    let output = graft(&["review", "--policies", "policies/", "-"], Some(&body));
+    assert!(output.status.success());
+    let response: Value = serde_json::from_slice(&output.stdout).unwrap();
+    check_envelope(&request, &response);
+    let object = patched(&request, &response);
+    let containers = object["spec"]["containers"].as_array().unwrap();
+    assert_eq!(containers.last().unwrap()["name"], "sidecar-nginx");
+    assert_eq!(
+        object["metadata"]["annotations"]["sidecar-injector-webhook.morven.me/status"],
+        "injected"
+    );
+}
+
+#[test]
+fn review_of_an_unmatched_request_carries_no_patch() {
+    let mut request = fixture("pod-create-multus-worker.json");
+    request["request"]["namespace"] = json!("elsewhere");
+    let body = serde_json::to_vec(&request).unwrap();
+    let output = graft(&["review", "--policies", "policies/"], Some(&body));
+    let response: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(response["response"]["allowed"], true);
+    assert!(response["response"].get("patch").is_none());
+    assert!(response["response"].get("patchType").is_none());
+}
+
+#[test]
+fn review_rejects_a_body_that_is_not_a_review() {
+    let output = graft(
+        &["review", "--policies", "policies/"],
+        Some(b"{\"kind\": \"Pod\"}"),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("kind must be AdmissionReview"));
+}
+
+#[test]
+fn apply_prints_mutated_objects_and_patches() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web-2\n  labels: {ab-build-different: \"true\"}\n  ownerReferences: [{kind: StatefulSet, name: web, apiVersion: apps/v1, uid: u}]\nspec:\n  containers: [{name: app, image: app:1}]\n";
+    let output = graft(
+        &["apply", "--policies", "policies/", "-o", "json", "-"],
+        Some(pod.as_bytes()),
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let object: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(object["spec"]["nodeSelector"], json!({"name": "node1"}));
+
+    let output = graft(
+        &["apply", "--policies", "policies/", "-o", "patch", "-"],
+        Some(pod.as_bytes()),
+    );
+    let patch: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        patch,
+        json!([{"op": "add", "path": "/spec/nodeSelector", "value": {"name": "node1"}}])
+    );
+}
+
+#[test]
+fn apply_reads_lists_and_reports_denials_on_stderr() {
+    let list = json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": []}},
+            {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "web-1", "labels": {"ab-build-different": "true"},
+                          "annotations": {"custom-node-selector": "{oops"},
+                          "ownerReferences": [{"kind": "StatefulSet", "name": "web", "apiVersion": "apps/v1", "uid": "u"}]},
+             "spec": {"containers": []}}
+        ]
+    });
+    let body = serde_json::to_vec(&list).unwrap();
+    let output = graft(&["apply", "--policies", "policies/", "-"], Some(&body));
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("denied: graft: policy statefulset-node-selector:")
+            && stderr.contains("custom-node-selector"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.matches("kind: Pod").count(), 1, "{stdout}");
+}
+
+#[test]
+fn graft_test_passes_every_golden_suite() {
+    let output = graft(&["test", "tests/policies"], None);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+    for policy in std::fs::read_dir(root().join("policies")).unwrap() {
+        let name = policy.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".yaml") {
+            assert!(
+                stdout.contains(&format!("PASS {stem}: ")),
+                "no suite for policies/{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn graft_test_reports_a_wrong_expectation_with_a_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "apiVersion: graft.dev/v1alpha1\nkind: PolicyTest\nmetadata: {{name: wrong}}\nspec:\n  policies: [{}]\n  cases:\n    - name: expects the wrong node\n      object:\n        apiVersion: v1\n        kind: Pod\n        metadata:\n          name: web-2\n          labels: {{ab-build-different: \"true\"}}\n          ownerReferences: [{{kind: StatefulSet, name: web, apiVersion: apps/v1, uid: u}}]\n        spec: {{containers: []}}\n      expect:\n        object:\n          apiVersion: v1\n          kind: Pod\n          metadata:\n            name: web-2\n            labels: {{ab-build-different: \"true\"}}\n            ownerReferences: [{{kind: StatefulSet, name: web, apiVersion: apps/v1, uid: u}}]\n          spec: {{containers: [], nodeSelector: {{name: node2}}}}\n",
+        root()
+            .join("policies/statefulset-node-selector.yaml")
+            .display()
+    );
+    let file = dir.path().join("suite.yaml");
+    std::fs::write(&file, suite).unwrap();
+    let output = graft(&["test", file.to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("FAIL wrong: expects the wrong node"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("-    name: node2") && stdout.contains("+    name: node1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0 passed, 1 failed"), "{stdout}");
+}
+
+#[test]
+fn graft_test_fails_a_policy_that_does_not_converge() {
+    let dir = tempfile::tempdir().unwrap();
+    // Appending to a list on every pass never converges.
+    let policy = "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata: {name: grows}\nspec:\n  match: {resources: [pods]}\n  mutations:\n    - jsonPatch:\n        - {op: add, path: /spec/containers/-, value: {name: x}}\n";
+    std::fs::write(dir.path().join("grows.yaml"), policy).unwrap();
+    let suite = "apiVersion: graft.dev/v1alpha1\nkind: PolicyTest\nmetadata: {name: grows}\nspec:\n  policies: [grows.yaml]\n  cases:\n    - name: appends\n      object: {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: []}}\n      expect:\n        applied: [grows]\n";
+    let file = dir.path().join("suite.yaml");
+    std::fs::write(&file, suite).unwrap();
+    let output = graft(&["test", file.to_str().unwrap()], None);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("not convergent: a second pass gives patch"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn every_example_policy_has_a_suite() {
+    for policy in std::fs::read_dir(root().join("policies")).unwrap() {
+        let name = policy.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".yaml") {
+            assert!(
+                Path::new(&root().join("tests/policies").join(&name)).exists(),
+                "tests/policies/{name}"
+            );
+        }
+    }
+}

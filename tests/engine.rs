@@ -1,0 +1,256 @@
+//! Engine semantics on small inline policies: order, failure policies, audit mode,
+//! provenance, and the properties of the computed patch.
+
+use graft::admission::AdmissionRequest;
+use graft::engine::{self, Evaluation, Outcome, PolicyResult};
+use graft::offline::{RequestOptions, request_for};
+use serde_json::{Value, json};
+
+/// Loads `policies` (YAML documents) and evaluates a CREATE of `object` in namespace `ns`.
+fn evaluate(policies: &str, object: Value) -> Evaluation {
+    evaluate_request(policies, |options| options, object)
+}
+
+fn evaluate_request(
+    policies: &str,
+    configure: impl FnOnce(RequestOptions) -> RequestOptions,
+    object: Value,
+) -> Evaluation {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.yaml"), policies).unwrap();
+    let loaded = graft::policy::load(&[dir.path().to_path_buf()]).unwrap_or_else(|f| panic!("{f}"));
+    let options = configure(RequestOptions {
+        namespace: Some("ns".into()),
+        ..RequestOptions::default()
+    });
+    let request: AdmissionRequest = request_for(object, &options, "uid-1");
+    let evaluation = engine::evaluate(&request, &loaded.set);
+    // Every patch applies to the original and reproduces the mutated object.
+    if let (Some(original), Some(mutated)) = (&request.object, &evaluation.mutated) {
+        let mut patched = original.clone();
+        json_patch::patch(&mut patched, &evaluation.patch).unwrap();
+        assert_eq!(&patched, mutated);
+    }
+    evaluation
+}
+
+fn policy(name: &str, extra_spec: &str, mutations: &str) -> String {
+    format!(
+        "---\napiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata:\n  name: {name}\nspec:\n{extra_spec}  match:\n    resources: [pods]\n  mutations:\n{mutations}"
+    )
+}
+
+fn pod() -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "web"}},
+           "spec": {"containers": [{"name": "app", "image": "a"}, {"name": "side", "image": "s"}]}})
+}
+
+fn patch_of(evaluation: &Evaluation) -> Value {
+    serde_json::to_value(&evaluation.patch).unwrap()
+}
+
+#[test]
+fn policies_run_by_order_then_name_and_each_sees_the_previous_output() {
+    let set_label =
+        |value: &str| format!("    - set: {{path: \"$.metadata.labels.tier\", value: {value}}}\n");
+    let policies = [
+        policy("b-second", "  order: 1\n", &set_label("from-b")),
+        policy("a-third", "  order: 2\n", &set_label("from-a")),
+        policy("z-first", "  order: -1\n", &set_label("from-z")),
+        // Reads what the others wrote: runs last by name among order 2.
+        policy(
+            "b-copies",
+            "  order: 2\n",
+            "    - set: {path: \"$.metadata.labels.copied\", value: \"{{ object.metadata.labels.tier }}\"}\n",
+        ),
+    ]
+    .concat();
+    let evaluation = evaluate(&policies, pod());
+    let order: Vec<&str> = evaluation
+        .policies
+        .iter()
+        .map(|r| r.policy.as_str())
+        .collect();
+    assert_eq!(order, ["z-first", "b-second", "a-third", "b-copies"]);
+    let mutated = evaluation.mutated.unwrap();
+    assert_eq!(mutated["metadata"]["labels"]["tier"], "from-a");
+    assert_eq!(mutated["metadata"]["labels"]["copied"], "from-a");
+    assert_eq!(
+        evaluation.audit_annotations["mutated-by"],
+        "z-first,b-second,a-third,b-copies"
+    );
+}
+
+#[test]
+fn fail_denies_with_policy_field_and_reason() {
+    let policies = policy(
+        "strict",
+        "",
+        "    - set: {path: \"$.metadata.labels.x\", value: \"{{ object.spec.missing.field }}\"}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let Outcome::Denied { message } = &evaluation.outcome else {
+        panic!("expected a denial: {evaluation:?}");
+    };
+    assert!(
+        message.starts_with("graft: policy strict: spec.mutations[0].set.value: "),
+        "{message}"
+    );
+    assert!(message.contains("missing"), "{message}");
+    assert!(evaluation.patch.0.is_empty());
+}
+
+#[test]
+fn ignore_skips_the_whole_policy_with_a_short_warning() {
+    // The first mutation succeeds, the second fails: nothing of the policy stays.
+    let policies = policy(
+        "lenient",
+        "  failurePolicy: Ignore\n",
+        "    - set: {path: \"$.metadata.labels.first\", value: \"1\"}\n    - set: {path: \"$.metadata.labels.app.deeper\", value: \"2\"}\n",
+    ) + &policy(
+        "after",
+        "",
+        "    - set: {path: \"$.metadata.labels.after\", value: \"3\"}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    assert_eq!(evaluation.outcome, Outcome::Allowed);
+    let mutated = evaluation.mutated.unwrap();
+    assert!(mutated["metadata"]["labels"].get("first").is_none());
+    assert_eq!(mutated["metadata"]["labels"]["after"], "3");
+    assert_eq!(evaluation.warnings.len(), 1);
+    let warning = &evaluation.warnings[0];
+    assert!(
+        warning
+            .starts_with("graft: policy lenient skipped: spec.mutations[1].set.path: cannot set"),
+        "{warning}"
+    );
+    assert!(warning.chars().count() <= engine::MAX_WARNING_CHARS);
+    let lenient = evaluation
+        .policies
+        .iter()
+        .find(|r| r.policy == "lenient")
+        .unwrap();
+    assert!(matches!(lenient.result, PolicyResult::Ignored { .. }));
+}
+
+#[test]
+fn audit_mode_reports_the_patch_without_applying_it() {
+    let policies = policy(
+        "trial",
+        "  mode: Audit\n  failurePolicy: Ignore\n",
+        "    - set: {path: \"$.metadata.labels.trial\", value: \"yes\"}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    assert!(evaluation.patch.0.is_empty());
+    assert!(evaluation.mutated.is_none());
+    assert!(!evaluation.audit_annotations.contains_key("mutated-by"));
+    let audit: Value =
+        serde_json::from_str(&evaluation.audit_annotations["audit-patches"]).unwrap();
+    assert_eq!(
+        audit,
+        json!({"trial": [{"op": "add", "path": "/metadata/labels/trial", "value": "yes"}]})
+    );
+    assert!(evaluation.warnings[0].contains("audit: policy trial would apply 1 patch operation"));
+}
+
+#[test]
+fn keys_are_escaped_and_one_key_is_added_without_replacing_its_map() {
+    let policies = policy(
+        "escape",
+        "",
+        "    - set: {path: \"$.metadata.labels['example.com/a~b']\", value: v}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    assert_eq!(
+        patch_of(&evaluation),
+        json!([{"op": "add", "path": "/metadata/labels/example.com~1a~0b", "value": "v"}])
+    );
+}
+
+#[test]
+fn a_filter_sets_every_match_and_remove_removes_every_match() {
+    let policies = policy(
+        "filters",
+        "",
+        "    - set: {path: \"$.spec.containers[?@.name != 'none'].imagePullPolicy\", value: Always}\n    - remove: {path: \"$.spec.containers[?@.name == 'side']\"}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    assert_eq!(
+        evaluation.mutated.unwrap()["spec"]["containers"],
+        json!([{"name": "app", "image": "a", "imagePullPolicy": "Always"}])
+    );
+}
+
+#[test]
+fn nothing_changes_means_an_empty_patch_and_a_second_pass_is_empty() {
+    let policies = policy(
+        "same",
+        "",
+        "    - set: {path: \"$.metadata.labels.app\", value: web}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    assert!(evaluation.patch.0.is_empty());
+    assert_eq!(evaluation.policies[0].result, PolicyResult::Unchanged);
+    assert!(!evaluation.audit_annotations.contains_key("mutated-by"));
+}
+
+#[test]
+fn a_template_cannot_rename_the_object() {
+    let policies = policy(
+        "rename",
+        "",
+        "    - merge:\n        value: \"{{ {'metadata': {'name': 'other'}} }}\"\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let Outcome::Denied { message } = evaluation.outcome else {
+        panic!("expected a denial");
+    };
+    assert!(
+        message.contains("may not change metadata.name"),
+        "{message}"
+    );
+}
+
+#[test]
+fn delete_requests_match_on_the_old_object_and_never_patch() {
+    let policies = policy(
+        "on-delete",
+        "",
+        "    - set: {path: \"$.metadata.labels.x\", value: y}\n",
+    );
+    let evaluation = evaluate_request(
+        &policies,
+        |options| RequestOptions {
+            operation: "DELETE".into(),
+            old_object: Some(pod()),
+            ..options
+        },
+        pod(),
+    );
+    assert_eq!(evaluation.policies[0].result, PolicyResult::Unchanged);
+    assert!(evaluation.patch.0.is_empty());
+}
+
+#[test]
+fn exclude_with_cel_and_match_cel() {
+    let policies = format!(
+        "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata: {{name: cel}}\nspec:\n  match:\n    resources: [pods]\n    cel: \"size(object.spec.containers) > 1\"\n  exclude:\n    labels: {{app: web}}\n    cel: \"request.namespace == 'skip'\"\n  mutations:\n    - set: {{path: \"$.metadata.labels.many\", value: \"true\"}}\n"
+    );
+    let applied = evaluate(&policies, pod());
+    assert_eq!(
+        applied.mutated.unwrap()["metadata"]["labels"]["many"],
+        "true"
+    );
+    let excluded = evaluate_request(
+        &policies,
+        |options| RequestOptions {
+            namespace: Some("skip".into()),
+            ..options
+        },
+        pod(),
+    );
+    assert!(excluded.policies.is_empty());
+    let mut one = pod();
+    one["spec"]["containers"] = json!([{"name": "app"}]);
+    assert!(evaluate(&policies, one).policies.is_empty());
+}
