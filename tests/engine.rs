@@ -233,16 +233,14 @@ fn delete_requests_match_on_the_old_object_and_never_patch() {
 
 #[test]
 fn exclude_with_cel_and_match_cel() {
-    let policies = format!(
-        "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata: {{name: cel}}\nspec:\n  match:\n    resources: [pods]\n    cel: \"size(object.spec.containers) > 1\"\n  exclude:\n    labels: {{app: web}}\n    cel: \"request.namespace == 'skip'\"\n  mutations:\n    - set: {{path: \"$.metadata.labels.many\", value: \"true\"}}\n"
-    );
-    let applied = evaluate(&policies, pod());
+    let policies = "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata: {name: cel}\nspec:\n  match:\n    resources: [pods]\n    cel: \"size(object.spec.containers) > 1\"\n  exclude:\n    labels: {app: web}\n    cel: \"request.namespace == 'skip'\"\n  mutations:\n    - set: {path: \"$.metadata.labels.many\", value: \"true\"}\n";
+    let applied = evaluate(policies, pod());
     assert_eq!(
         applied.mutated.unwrap()["metadata"]["labels"]["many"],
         "true"
     );
     let excluded = evaluate_request(
-        &policies,
+        policies,
         |options| RequestOptions {
             namespace: Some("skip".into()),
             ..options
@@ -252,5 +250,5 @@ fn exclude_with_cel_and_match_cel() {
     assert!(excluded.policies.is_empty());
     let mut one = pod();
     one["spec"]["containers"] = json!([{"name": "app"}]);
-    assert!(evaluate(&policies, one).policies.is_empty());
+    assert!(evaluate(policies, one).policies.is_empty());
 }
