@@ -393,3 +393,124 @@ mod tests {
         assert!(render(&[], &WebhookOptions::default()).webhooks.is_empty());
     }
 }
+
+/// One rule of a deployed MutatingWebhookConfiguration, as read back from YAML.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeployedRule {
+    #[serde(default)]
+    pub api_groups: Vec<String>,
+    #[serde(default)]
+    pub api_versions: Vec<String>,
+    #[serde(default)]
+    pub operations: Vec<String>,
+    #[serde(default)]
+    pub resources: Vec<String>,
+}
+
+/// Every rule of every webhook in the MutatingWebhookConfigurations among `objects`.
+pub fn deployed_rules(objects: &[serde_json::Value]) -> Vec<DeployedRule> {
+    objects
+        .iter()
+        .filter(|o| o["kind"] == "MutatingWebhookConfiguration")
+        .filter_map(|o| o["webhooks"].as_array())
+        .flatten()
+        .filter_map(|webhook| webhook["rules"].as_array())
+        .flatten()
+        .filter_map(|rule| serde_json::from_value(rule.clone()).ok())
+        .collect()
+}
+
+/// What a policy can match, one (group, version, resource, subresource, operation) at a
+/// time; `None` group or version means any.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub group: Option<&'a str>,
+    pub version: Option<&'a str>,
+    pub resource: &'a str,
+    pub subresource: Option<&'a str>,
+    pub operation: &'a str,
+}
+
+/// Whether some deployed rule sends such a request to graft, with the apiserver's
+/// wildcard rules (`*`, `pods/*`, `*/status`, `*/*`).
+pub fn sends(rules: &[DeployedRule], request: Request<'_>) -> bool {
+    let overlaps = |list: &[String], wanted: Option<&str>| {
+        list.iter()
+            .any(|item| item == "*" || wanted.is_none_or(|w| item == w))
+    };
+    rules.iter().any(|rule| {
+        overlaps(&rule.api_groups, request.group)
+            && overlaps(&rule.api_versions, request.version)
+            && rule
+                .operations
+                .iter()
+                .any(|op| op == "*" || op == request.operation)
+            && rule
+                .resources
+                .iter()
+                .any(|entry| resource_entry_covers(entry, request.resource, request.subresource))
+    })
+}
+
+fn resource_entry_covers(entry: &str, resource: &str, subresource: Option<&str>) -> bool {
+    let (entry_resource, entry_sub) = match entry.split_once('/') {
+        Some((r, s)) => (r, Some(s)),
+        None => (entry, None),
+    };
+    let resource_ok = entry_resource == "*" || resource == "*" || entry_resource == resource;
+    let sub_ok = match (entry_sub, subresource) {
+        (None, None) => true,
+        (Some("*"), Some(_)) => true,
+        (Some(e), Some(s)) => e == s || s == "*",
+        _ => false,
+    };
+    resource_ok && sub_ok
+}
+
+#[cfg(test)]
+mod coverage_tests {
+    use super::*;
+
+    fn rule(groups: &[&str], resources: &[&str], operations: &[&str]) -> DeployedRule {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        DeployedRule {
+            api_groups: strings(groups),
+            api_versions: strings(&["*"]),
+            operations: strings(operations),
+            resources: strings(resources),
+        }
+    }
+
+    fn request<'a>(
+        resource: &'a str,
+        subresource: Option<&'a str>,
+        operation: &'a str,
+    ) -> Request<'a> {
+        Request {
+            group: None,
+            version: None,
+            resource,
+            subresource,
+            operation,
+        }
+    }
+
+    #[test]
+    fn wildcards_follow_the_apiserver() {
+        let rules = [rule(&[""], &["pods", "nodes/status"], &["CREATE"])];
+        assert!(sends(&rules, request("pods", None, "CREATE")));
+        assert!(!sends(&rules, request("pods", None, "UPDATE")));
+        assert!(!sends(&rules, request("pods", Some("status"), "CREATE")));
+        assert!(sends(&rules, request("nodes", Some("status"), "CREATE")));
+        assert!(!sends(&rules, request("nodes", None, "CREATE")));
+        let wide = [rule(&["*"], &["*/*"], &["*"])];
+        assert!(sends(&wide, request("nodes", Some("status"), "UPDATE")));
+        let sub = [rule(&["*"], &["pods/*"], &["*"])];
+        assert!(!sends(&sub, request("pods", None, "CREATE")));
+        assert!(sends(
+            &sub,
+            request("pods", Some("ephemeralcontainers"), "UPDATE")
+        ));
+    }
+}

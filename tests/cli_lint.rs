@@ -313,3 +313,41 @@ fn configmap_dot_entries_are_skipped() {
         "1 policies OK, 0 warning(s)"
     );
 }
+
+#[test]
+fn webhook_config_coverage_warns_about_requests_never_sent() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |config: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_graft"))
+            .current_dir(root)
+            .args(["lint", "policies", "--webhook-config"])
+            .arg(config)
+            .output()
+            .unwrap()
+    };
+    let committed = run(&root.join("deploy/base/webhook.yaml"));
+    assert_eq!(committed.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&committed.stdout),
+        "",
+        "the committed configuration covers every policy"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let pods_only = dir.path().join("pods-only.yaml");
+    std::fs::write(
+        &pods_only,
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {name: graft}\nwebhooks:\n  - name: pods.graft.dev\n    rules:\n      - {apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [pods]}\n",
+    )
+    .unwrap();
+    let output = run(&pods_only);
+    assert_eq!(output.status.code(), Some(0), "warnings alone do not fail");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        stdout.trim_end(),
+        format!(
+            "policies/node-overcommit.yaml: warning: policy node-overcommit: spec.match.resources[0]: {} never sends UPDATE of nodes/status to graft, so this policy cannot apply to it (hint: regenerate it with graft webhook-config)",
+            pods_only.display()
+        )
+    );
+}

@@ -32,6 +32,11 @@ pub struct Args {
     /// Treat warnings as findings that fail the run.
     #[arg(long)]
     pub strict: bool,
+    /// A deployed MutatingWebhookConfiguration (YAML or JSON, e.g. `kubectl get
+    /// mutatingwebhookconfiguration graft -o yaml`): warn about requests a policy matches
+    /// that it never sends to graft.
+    #[arg(long, value_name = "FILE")]
+    pub webhook_config: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -40,7 +45,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("{}: no such file or directory", path.display());
         }
     }
-    let report = lint(&args.paths);
+    let mut report = lint(&args.paths);
+    if let Some(file) = &args.webhook_config {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        let objects = crate::offline::read_objects(&text)?;
+        let rules = crate::webhook::deployed_rules(&objects);
+        if rules.is_empty() {
+            anyhow::bail!(
+                "{}: no MutatingWebhookConfiguration rules found",
+                file.display()
+            );
+        }
+        report.findings.extend(coverage(&args.paths, file, &rules));
+    }
     match args.format {
         Format::Text => print_text(&report),
         Format::Json => println!("{}", serde_json::to_string_pretty(&report.to_json())?),
@@ -111,6 +129,70 @@ pub fn lint(paths: &[PathBuf]) -> Report {
             policies: 0,
         },
     }
+}
+
+/// Warnings for what the policies match but the deployed configuration never sends.
+fn coverage(
+    paths: &[PathBuf],
+    file: &std::path::Path,
+    rules: &[crate::webhook::DeployedRule],
+) -> Vec<Finding> {
+    let Ok(loaded) = policy::load(paths) else {
+        return Vec::new();
+    };
+    let mut findings = Vec::new();
+    for compiled in loaded.set.policies() {
+        let operations: Vec<&str> = if compiled.matcher.operations.is_empty() {
+            vec!["*"]
+        } else {
+            compiled
+                .matcher
+                .operations
+                .iter()
+                .map(|op| op.as_str())
+                .collect()
+        };
+        for (i, rule) in compiled.matcher.resources.iter().enumerate() {
+            for operation in &operations {
+                let request = crate::webhook::Request {
+                    group: rule.group.as_deref(),
+                    version: rule.version.as_deref(),
+                    resource: &rule.resource,
+                    subresource: rule.subresource.as_deref(),
+                    operation,
+                };
+                let sent = if *operation == "*" {
+                    ["CREATE", "UPDATE", "DELETE", "CONNECT"].iter().any(|op| {
+                        crate::webhook::sends(
+                            rules,
+                            crate::webhook::Request {
+                                operation: op,
+                                ..request
+                            },
+                        )
+                    })
+                } else {
+                    crate::webhook::sends(rules, request)
+                };
+                if !sent {
+                    let what = match &rule.subresource {
+                        Some(sub) => format!("{}/{sub}", rule.resource),
+                        None => rule.resource.clone(),
+                    };
+                    findings.push(
+                        Finding::warning(
+                            &compiled.file,
+                            format!("{} never sends {operation} of {what} to graft, so this policy cannot apply to it", file.display()),
+                        )
+                        .in_policy(compiled.name.clone())
+                        .at_field(format!("spec.match.resources[{i}]"))
+                        .with_hint("regenerate it with graft webhook-config"),
+                    );
+                }
+            }
+        }
+    }
+    findings
 }
 
 fn print_text(report: &Report) {
