@@ -253,6 +253,25 @@ fn check_configmap(configmap: &Value) {
     let mut expected = POLICY_FILES.to_vec();
     expected.sort_unstable();
     assert_eq!(keys, expected);
+    // What kubelet would mount is a valid policy set: lint it as graft serve would load it.
+    let mounted = tempfile::tempdir().expect("tempdir");
+    for (key, text) in data {
+        std::fs::write(
+            mounted.path().join(key),
+            text.as_str().expect("string data"),
+        )
+        .expect("write");
+    }
+    let lint = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .args(["lint", "--strict"])
+        .arg(mounted.path())
+        .output()
+        .expect("graft lint");
+    assert!(
+        lint.status.success(),
+        "graft lint on the rendered ConfigMap:\n{}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
     for file in POLICY_FILES {
         let on_disk = std::fs::read_to_string(repo().join("policies").join(file))
             .unwrap_or_else(|e| panic!("policies/{file}: {e}"));
