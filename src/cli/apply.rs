@@ -75,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match args.output {
             Output::Yaml => {
                 writeln!(stdout, "---")?;
-                serde_yaml::to_writer(&mut stdout, &mutated)?;
+                stdout.write_all(super::yaml_out::to_string(&mutated)?.as_bytes())?;
             }
             Output::Json => {
                 serde_json::to_writer_pretty(&mut stdout, &mutated)?;

@@ -9,6 +9,7 @@ pub mod schema;
 pub mod serve;
 pub mod test;
 pub mod webhook_config;
+mod yaml_out;
 
 use std::process::ExitCode;
 
