@@ -189,20 +189,25 @@ impl Watcher {
             }
             // The old inode may be gone already, which removed its kernel watch too.
             let _ = backend.unwatch(&target.watched.path);
-            match backend.watch(&now.path, RecursiveMode::NonRecursive) {
-                Ok(()) => {
-                    tracing::info!(
-                        dir = %target.wanted.display(),
-                        watching = %now.path.display(),
-                        "watch moved"
-                    );
-                    target.watched = now;
-                }
-                Err(error) => {
-                    // Keep the old identity so the next change retries.
-                    tracing::warn!(%error, dir = %target.wanted.display(), "cannot move watch");
+            // The directory may vanish between resolving and watching: resolve again.
+            let mut attempt = now;
+            for _ in 0..3 {
+                match backend.watch(&attempt.path, RecursiveMode::NonRecursive) {
+                    Ok(()) => {
+                        tracing::info!(
+                            dir = %target.wanted.display(),
+                            watching = %attempt.path.display(),
+                            "watch moved"
+                        );
+                        break;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, dir = %target.wanted.display(), "cannot move watch");
+                        attempt = Watched::resolve(&target.wanted);
+                    }
                 }
             }
+            target.watched = attempt;
         }
     }
 }
@@ -222,7 +227,7 @@ struct Watched {
 }
 
 impl Watched {
-    /// `dir` if it exists, else its nearest existing ancestor (`/` at worst).
+    /// `dir` if it exists, else its nearest existing ancestor (`/` or `.` at worst).
     fn resolve(dir: &Path) -> Watched {
         let mut path = dir;
         loop {
@@ -236,6 +241,7 @@ impl Watched {
             }
             match path.parent() {
                 Some(parent) if !parent.as_os_str().is_empty() => path = parent,
+                Some(_) if path != Path::new(".") => path = Path::new("."),
                 _ => {
                     return Watched {
                         path: dir.to_path_buf(),
