@@ -152,11 +152,13 @@ async fn watch_none_never_reloads() -> Result {
         load.wait_answers(50).await?;
         let observed = load.finish().await?;
         assert_eq!(Load::versions(&observed), [Some("v1")]);
-        assert_eq!(*harness.reloads.borrow(), {
-            let mut status = graft::server::PolicyReloadStatus::default();
-            status.revision = harness.revision();
-            status
-        });
+        assert_eq!(
+            *harness.reloads.borrow(),
+            graft::server::PolicyReloadStatus {
+                revision: harness.revision(),
+                ..Default::default()
+            }
+        );
         harness.server.shutdown().await
     })
     .await?
