@@ -3,7 +3,7 @@
 //!
 //! The families are updated through small methods named after what happened (a review
 //! was answered, a certificate was reloaded), so call sites never spell label values
-//! twice and a reloader can reuse them ([`Metrics::policy_set_loaded`]).
+//! twice and a reloader can reuse them ([`Metrics::policy_set_installed`]).
 //!
 //! Label cardinality is bounded on purpose: `operation`, `resource` and `decision` come
 //! from small Kubernetes vocabularies, `policy` from the loaded set, `reason` and
@@ -41,6 +41,11 @@ struct ResultLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RevisionLabels {
+    revision: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
     reason: String,
 }
@@ -73,10 +78,14 @@ impl ErrorReason {
     }
 }
 
-/// Outcome of one reload attempt (certificates now, policies later).
+/// Outcome of one reload attempt (of the certificate or of the policy set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReloadResult {
+    /// Something new was installed.
     Success,
+    /// The files were valid and identical to what is running: nothing to do.
+    Unchanged,
+    /// The files could not be read or were invalid; the running one is kept.
     Error,
 }
 
@@ -84,6 +93,7 @@ impl ReloadResult {
     fn as_str(self) -> &'static str {
         match self {
             ReloadResult::Success => "success",
+            ReloadResult::Unchanged => "unchanged",
             ReloadResult::Error => "error",
         }
     }
@@ -97,6 +107,11 @@ pub struct Metrics {
     duration: Histogram,
     policy_evaluations: Family<PolicyLabels, Counter>,
     policies_loaded: Gauge,
+    policy_set_info: Family<RevisionLabels, Gauge>,
+    /// The revision labelled in `policy_set_info`, so a swap can remove its series.
+    installed_revision: std::sync::Mutex<Option<String>>,
+    policy_reloads: Family<ResultLabels, Counter>,
+    policy_last_success: Gauge<f64, AtomicU64>,
     errors: Family<ReasonLabels, Counter>,
     tls_reloads: Family<ResultLabels, Counter>,
     tls_expiry: Gauge<f64, AtomicU64>,
@@ -113,6 +128,9 @@ impl Metrics {
         ));
         let policy_evaluations = Family::<PolicyLabels, Counter>::default();
         let policies_loaded = Gauge::default();
+        let policy_set_info = Family::<RevisionLabels, Gauge>::default();
+        let policy_reloads = Family::<ResultLabels, Counter>::default();
+        let policy_last_success = Gauge::<f64, AtomicU64>::default();
         let errors = Family::<ReasonLabels, Counter>::default();
         let tls_reloads = Family::<ResultLabels, Counter>::default();
         let tls_expiry = Gauge::<f64, AtomicU64>::default();
@@ -139,6 +157,23 @@ impl Metrics {
             "Policies in the active policy set",
             policies_loaded.clone(),
         );
+        // A gauge rather than an Info metric: Info is fixed at registration, and the
+        // revision label must follow every swap.
+        registry.register(
+            "graft_policy_set_info",
+            "The revision (content hash) of the active policy set; always 1",
+            policy_set_info.clone(),
+        );
+        registry.register(
+            "graft_policy_reloads",
+            "Policy set reloads, by result (success, unchanged, error)",
+            policy_reloads.clone(),
+        );
+        registry.register(
+            "graft_policy_last_reload_success_timestamp_seconds",
+            "When the policy files were last read and found valid, as a Unix timestamp",
+            policy_last_success.clone(),
+        );
         registry.register(
             "graft_admission_errors",
             "Requests to the admission server answered with an error, by reason",
@@ -162,6 +197,10 @@ impl Metrics {
             duration,
             policy_evaluations,
             policies_loaded,
+            policy_set_info,
+            installed_revision: std::sync::Mutex::new(None),
+            policy_reloads,
+            policy_last_success,
             errors,
             tls_reloads,
             tls_expiry,
@@ -189,10 +228,52 @@ impl Metrics {
             .inc();
     }
 
-    /// Records that a policy set became active (at startup, and by the reloader).
-    pub fn policy_set_loaded(&self, policies: usize) {
+    /// Records that a policy set became active (at startup, and by the reloader): its
+    /// size, its revision (replacing the previous one's series) and the time.
+    pub fn policy_set_installed(&self, policies: usize, revision: &str) {
         self.policies_loaded
             .set(i64::try_from(policies).unwrap_or(i64::MAX));
+        // A poisoned lock only means another thread panicked mid-update; the value is
+        // still a revision string.
+        let mut installed = self
+            .installed_revision
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The new series first, so a scrape never sees no revision at all.
+        self.policy_set_info
+            .get_or_create(&RevisionLabels {
+                revision: revision.to_string(),
+            })
+            .set(1);
+        if let Some(old) = installed.replace(revision.to_string())
+            && old != revision
+        {
+            self.policy_set_info
+                .remove(&RevisionLabels { revision: old });
+        }
+        drop(installed);
+        self.policy_files_valid();
+    }
+
+    /// Counts one policy reload attempt; a valid set (installed or unchanged) also
+    /// moves the last-success timestamp.
+    pub fn policy_reloaded(&self, result: ReloadResult) {
+        self.policy_reloads
+            .get_or_create(&ResultLabels {
+                result: result.as_str().to_string(),
+            })
+            .inc();
+        if result == ReloadResult::Unchanged {
+            self.policy_files_valid();
+        }
+    }
+
+    fn policy_files_valid(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_secs_f64())
+            .unwrap_or_default();
+        self.policy_last_success.set(now);
     }
 
     pub fn admission_error(&self, reason: ErrorReason) {
@@ -243,8 +324,14 @@ mod tests {
         metrics.policy_evaluated("p", "applied");
         metrics.admission_error(ErrorReason::Panic);
         metrics.tls_reloaded(ReloadResult::Error);
-        metrics.policy_set_loaded(3);
+        metrics.policy_set_installed(3, "sha256:aaaaaaaaaaaa");
+        metrics.policy_set_installed(3, "sha256:bbbbbbbbbbbb");
+        metrics.policy_reloaded(ReloadResult::Unchanged);
         let text = metrics.encode();
+        assert!(
+            !text.contains("sha256:aaaaaaaaaaaa"),
+            "old revision kept:\n{text}"
+        );
         for needle in [
             "graft_admission_requests_total{operation=\"CREATE\",resource=\"pods\",decision=\"allowed\"} 1",
             "graft_admission_duration_seconds_count 1",
@@ -252,6 +339,9 @@ mod tests {
             "graft_admission_errors_total{reason=\"panic\"} 1",
             "graft_tls_reloads_total{result=\"error\"} 1",
             "graft_policies_loaded 3",
+            "graft_policy_set_info{revision=\"sha256:bbbbbbbbbbbb\"} 1",
+            "graft_policy_reloads_total{result=\"unchanged\"} 1",
+            "graft_policy_last_reload_success_timestamp_seconds",
             "graft_tls_certificate_expiry_timestamp_seconds",
             "graft_build_info{version=",
         ] {

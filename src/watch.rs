@@ -8,6 +8,13 @@
 //! and debounces the burst a swap produces into one notification. The consumer then
 //! re-reads everything through the visible paths; it never interprets the event itself.
 //!
+//! A watched directory may disappear (an unmounted volume, `rm -r` on a plain directory).
+//! The kernel watch dies with it, so while a directory is missing its nearest existing
+//! ancestor is watched instead, and after every change the watches are re-aimed at
+//! whatever now exists (a re-created directory is a new inode: the old watch would never
+//! fire again). Re-aiming happens *before* [`Watcher::changed`] returns, so anything
+//! written after the consumer starts re-reading produces another notification.
+//!
 //! ```no_run
 //! # async fn example() -> Result<(), graft::watch::WatchError> {
 //! use graft::watch::{WatchConfig, Watcher};
@@ -18,7 +25,8 @@
 //! # Ok(()) }
 //! ```
 
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher as _};
@@ -71,6 +79,8 @@ pub enum WatchError {
 pub struct Watcher {
     events: mpsc::Receiver<()>,
     debounce: Duration,
+    /// What was asked for, and what is watched for it now.
+    targets: Vec<Target>,
     // Kept alive for as long as the Watcher: dropping it stops the notifications.
     _backend: Option<Box<dyn notify::Watcher + Send>>,
     // In WatchMode::None nothing ever sends; holding the sender keeps `changed` pending
@@ -97,6 +107,7 @@ impl Watcher {
                 return Ok(Watcher {
                     events,
                     debounce: config.debounce,
+                    targets: Vec::new(),
                     _backend: None,
                     _idle: Some(sender),
                 });
@@ -120,19 +131,26 @@ impl Watcher {
             }
         };
         let mut backend = backend;
+        let mut targets = Vec::new();
         if let Some(watcher) = backend.as_mut() {
             for dir in dirs {
+                let watched = Watched::resolve(dir);
                 watcher
-                    .watch(dir, RecursiveMode::NonRecursive)
+                    .watch(&watched.path, RecursiveMode::NonRecursive)
                     .map_err(|source| WatchError::Watch {
                         dir: dir.clone(),
                         source,
                     })?;
+                targets.push(Target {
+                    wanted: dir.clone(),
+                    watched,
+                });
             }
         }
         Ok(Watcher {
             events,
             debounce: config.debounce,
+            targets,
             _backend: backend,
             _idle: None,
         })
@@ -146,8 +164,119 @@ impl Watcher {
         }
         tokio::time::sleep(self.debounce).await;
         while self.events.try_recv().is_ok() {}
+        self.reaim();
         true
     }
+
+    /// The directories watched now: the wanted ones, or the nearest existing ancestors of
+    /// those that are missing.
+    pub fn watched(&self) -> Vec<PathBuf> {
+        self.targets
+            .iter()
+            .map(|t| t.watched.path.clone())
+            .collect()
+    }
+
+    /// Moves each watch to the directory that now stands for its target, when that changed.
+    fn reaim(&mut self) {
+        let Some(backend) = self._backend.as_mut() else {
+            return;
+        };
+        for target in &mut self.targets {
+            let now = Watched::resolve(&target.wanted);
+            if now == target.watched {
+                continue;
+            }
+            // The old inode may be gone already, which removed its kernel watch too.
+            let _ = backend.unwatch(&target.watched.path);
+            // The directory may vanish between resolving and watching: resolve again.
+            let mut attempt = now;
+            for _ in 0..3 {
+                match backend.watch(&attempt.path, RecursiveMode::NonRecursive) {
+                    Ok(()) => {
+                        tracing::info!(
+                            dir = %target.wanted.display(),
+                            watching = %attempt.path.display(),
+                            "watch moved"
+                        );
+                        break;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, dir = %target.wanted.display(), "cannot move watch");
+                        attempt = Watched::resolve(&target.wanted);
+                    }
+                }
+            }
+            target.watched = attempt;
+        }
+    }
+}
+
+/// One requested directory and what stands for it.
+#[derive(Debug)]
+struct Target {
+    wanted: PathBuf,
+    watched: Watched,
+}
+
+/// A watched directory and the inode it was when the watch was added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Watched {
+    path: PathBuf,
+    inode: Option<(u64, u64)>,
+}
+
+impl Watched {
+    /// `dir` if it exists, else its nearest existing ancestor (`/` or `.` at worst).
+    fn resolve(dir: &Path) -> Watched {
+        let mut path = dir;
+        loop {
+            if let Ok(metadata) = std::fs::metadata(path)
+                && metadata.is_dir()
+            {
+                return Watched {
+                    path: path.to_path_buf(),
+                    inode: Some((metadata.dev(), metadata.ino())),
+                };
+            }
+            match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => path = parent,
+                Some(_) if path != Path::new(".") => path = Path::new("."),
+                _ => {
+                    return Watched {
+                        path: dir.to_path_buf(),
+                        inode: None,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Runs `on_change` after every debounced change until `shutdown` flips to true or the
+/// watcher ends: the loop every reloader needs.
+pub fn run_until_shutdown<F, Fut>(
+    mut watcher: Watcher,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    mut on_change: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    tokio::spawn(async move {
+        loop {
+            // The shutdown branch's guard must be gone before `on_change` is awaited.
+            let changed = tokio::select! {
+                changed = watcher.changed() => changed,
+                _ = shutdown.wait_for(|stop| *stop) => false,
+            };
+            if !changed {
+                break;
+            }
+            on_change().await;
+        }
+    })
 }
 
 fn event_handler(sender: mpsc::Sender<()>) -> impl notify::EventHandler {
@@ -181,6 +310,33 @@ mod tests {
         assert!(changed);
         // The whole burst was swallowed by the debounce window.
         assert!(watcher.events.try_recv().is_err());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_removed_directory_is_watched_again_when_it_returns()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let root = tempfile::tempdir()?;
+        let dir = root.path().join("policies");
+        std::fs::create_dir(&dir)?;
+        let config = WatchConfig {
+            debounce: Duration::from_millis(20),
+            ..WatchConfig::default()
+        };
+        let mut watcher = Watcher::new(std::slice::from_ref(&dir), &config)?;
+        let wait = Duration::from_secs(10);
+
+        std::fs::remove_dir(&dir)?;
+        assert!(tokio::time::timeout(wait, watcher.changed()).await?);
+        assert_eq!(watcher.watched(), vec![root.path().to_path_buf()]);
+
+        std::fs::create_dir(&dir)?;
+        assert!(tokio::time::timeout(wait, watcher.changed()).await?);
+        assert_eq!(watcher.watched(), vec![dir.clone()]);
+
+        // The new inode is watched: a file written into it is a change.
+        std::fs::write(dir.join("a.yaml"), "x")?;
+        assert!(tokio::time::timeout(wait, watcher.changed()).await?);
         Ok(())
     }
 

@@ -32,24 +32,20 @@ impl CertReloader {
     pub fn spawn(
         self,
         config: &WatchConfig,
-        mut shutdown: watch::Receiver<bool>,
+        shutdown: watch::Receiver<bool>,
     ) -> Result<JoinHandle<()>, WatchError> {
         let mut dirs = vec![parent(&self.cert), parent(&self.key)];
         dirs.dedup();
-        let mut watcher = Watcher::new(&dirs, config)?;
-        Ok(tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    changed = watcher.changed() => {
-                        if !changed {
-                            break;
-                        }
-                        self.reload();
-                    }
-                    _ = shutdown.wait_for(|stop| *stop) => break,
-                }
-            }
-        }))
+        let watcher = Watcher::new(&dirs, config)?;
+        let reloader = Arc::new(self);
+        Ok(crate::watch::run_until_shutdown(
+            watcher,
+            shutdown,
+            move || {
+                let reloader = reloader.clone();
+                async move { reloader.reload() }
+            },
+        ))
     }
 
     /// Re-reads the pair; installs it if it differs from the current one and is valid.
@@ -87,7 +83,8 @@ impl CertReloader {
     }
 }
 
-fn parent(path: &Path) -> PathBuf {
+/// The directory a file lives in: what to watch for it.
+pub(crate) fn parent(path: &Path) -> PathBuf {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),

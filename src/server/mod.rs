@@ -7,6 +7,7 @@
 //! - [`config`]: the plain configuration struct.
 //! - [`tls`]: certificates, the swappable resolver, the rustls configuration.
 //! - [`cert_reload`]: reloading the certificate when its directory changes.
+//! - [`policy_reload`]: reloading the policy set when its directory changes.
 //! - [`routes`]: `POST /mutate`.
 //! - [`ops`]: `/healthz`, `/readyz`, `/metrics` on a plain-HTTP listener.
 //! - [`state`]: what handlers and reloaders share (policy set, readiness, metrics).
@@ -15,6 +16,7 @@
 pub mod cert_reload;
 pub mod config;
 pub mod ops;
+pub mod policy_reload;
 pub mod routes;
 pub mod shutdown;
 pub mod state;
@@ -37,6 +39,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 pub use config::{CertSource, Config, Limits};
+pub use policy_reload::{PolicyReloadStatus, PolicyReloader};
 pub use state::State;
 
 use crate::metrics::Metrics;
@@ -96,13 +99,23 @@ pub async fn start(
     let (ops_stop, ops_stopped) = watch::channel(false);
     let ops_task = tokio::spawn(ops::serve(ops_listener, state.clone(), ops_stopped));
 
+    // Watching starts before the first load, so no edit falls between the two.
+    let policy_watcher = PolicyReloader::watcher(&config.policies, &config.watch)?;
     // An invalid policy set at startup is fatal: serving without the policies would
-    // silently admit objects unmutated.
+    // silently admit objects unmutated, and a bad rollout should stall instead.
     let loaded = policy::load(&config.policies).map_err(StartError::Policies)?;
     for warning in &loaded.warnings {
         tracing::warn!(finding = %warning, "policy warning");
     }
+    if loaded.set.is_empty() {
+        tracing::warn!("the policy set is empty: graft changes nothing");
+    }
     state.install_policies(loaded.set);
+    PolicyReloader {
+        paths: config.policies.clone(),
+        state: state.clone(),
+    }
+    .spawn(policy_watcher, stopped.clone());
 
     let listener = bind(config.listen).await?;
     let addr = local_addr(&listener, config.listen)?;

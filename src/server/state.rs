@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arc_swap::ArcSwap;
 
 use super::cert_reload::ReloadStatus;
+use super::policy_reload::PolicyReloadStatus;
 use super::tls::CertResolver;
 use crate::metrics::Metrics;
 use crate::policy::PolicySet;
@@ -26,6 +27,8 @@ pub struct State {
     pub certs: std::sync::OnceLock<Arc<CertResolver>>,
     /// Counts of certificate reloads, for anyone who needs to wait for one (tests, probes).
     pub tls_reloads: tokio::sync::watch::Sender<ReloadStatus>,
+    /// Counts of policy reloads and the active revision, likewise.
+    pub policy_reloads: tokio::sync::watch::Sender<PolicyReloadStatus>,
 }
 
 impl State {
@@ -36,16 +39,25 @@ impl State {
             readiness: Readiness::default(),
             certs: std::sync::OnceLock::new(),
             tls_reloads: tokio::sync::watch::Sender::new(ReloadStatus::default()),
+            policy_reloads: tokio::sync::watch::Sender::new(PolicyReloadStatus::default()),
         }
     }
 
     /// Makes `set` the active policy set for every request that starts from now on.
+    /// Requests already running keep the snapshot they loaded.
     pub fn install_policies(&self, set: PolicySet) {
         let (revision, count) = (set.revision().to_string(), set.len());
-        self.policies.store(Arc::new(set));
-        self.metrics.policy_set_loaded(count);
+        let previous = self.policies.swap(Arc::new(set));
+        self.metrics.policy_set_installed(count, &revision);
         self.readiness.policies.store(true, Ordering::SeqCst);
-        tracing::info!(revision, policies = count, "policy set installed");
+        self.policy_reloads
+            .send_modify(|status| status.revision.clone_from(&revision));
+        tracing::info!(
+            revision,
+            previous = previous.revision(),
+            policies = count,
+            "policy set installed"
+        );
     }
 }
 

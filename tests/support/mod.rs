@@ -340,3 +340,5 @@ impl TestServer {
         Ok(())
     }
 }
+
+pub mod reload;

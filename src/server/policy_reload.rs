@@ -1,0 +1,140 @@
+//! Reloads the policy set when its mounted ConfigMap (or plain directory) changes.
+//!
+//! Every change re-reads the whole set through the visible paths and loads it off the
+//! request path (`spawn_blocking`: parsing and compiling CEL is CPU work). Only a set
+//! that is valid as a whole is installed; otherwise every finding is logged, the error is
+//! counted, and the last good set keeps serving (and `/readyz` stays ready, because
+//! serving it is correct). A missing directory is just another invalid update.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::State;
+use crate::metrics::ReloadResult;
+use crate::policy::{self, Findings, Loaded};
+use crate::watch::{WatchConfig, WatchError, Watcher};
+
+/// Running totals of policy reload attempts, and the revision now serving; subscribe
+/// through [`State::policy_reloads`] to wait for a reload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyReloadStatus {
+    /// Reloads that installed a new set.
+    pub successes: u64,
+    /// Reloads whose set was identical to the running one.
+    pub unchanged: u64,
+    /// Reloads that kept the running set because the files were unreadable or invalid.
+    pub failures: u64,
+    /// The revision of the active set.
+    pub revision: String,
+}
+
+/// Watches the policy paths and installs every valid new set into [`State`].
+pub struct PolicyReloader {
+    pub paths: Vec<PathBuf>,
+    pub state: Arc<State>,
+}
+
+impl PolicyReloader {
+    /// The directories that hold `paths`. Made before the initial load, so that a change
+    /// between that load and the first reload is not missed.
+    pub fn watcher(paths: &[PathBuf], config: &WatchConfig) -> Result<Watcher, WatchError> {
+        let mut dirs: Vec<PathBuf> = paths
+            .iter()
+            .map(|path| {
+                if path.is_file() {
+                    super::cert_reload::parent(path)
+                } else {
+                    path.clone()
+                }
+            })
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        Watcher::new(&dirs, config)
+    }
+
+    /// Reloads after every change reported by `watcher` until `shutdown` flips to true.
+    pub fn spawn(self, watcher: Watcher, shutdown: watch::Receiver<bool>) -> JoinHandle<()> {
+        let reloader = Arc::new(self);
+        crate::watch::run_until_shutdown(watcher, shutdown, move || {
+            let reloader = reloader.clone();
+            async move {
+                reloader.reload().await;
+            }
+        })
+    }
+
+    /// Loads the set off the request path and installs it if valid and new.
+    pub async fn reload(&self) -> ReloadResult {
+        let paths = self.paths.clone();
+        let loaded = match tokio::task::spawn_blocking(move || policy::load(&paths)).await {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                // A panic while loading is a bug, but it must not stop the reloader.
+                tracing::error!(%error, "policy load task failed; keeping the running set");
+                self.record(ReloadResult::Error);
+                return ReloadResult::Error;
+            }
+        };
+        match loaded {
+            Ok(loaded) => self.install(loaded),
+            Err(findings) => {
+                self.reject(&findings);
+                ReloadResult::Error
+            }
+        }
+    }
+
+    fn install(&self, loaded: Loaded) -> ReloadResult {
+        let running = self.state.policies.load().revision().to_string();
+        let revision = loaded.set.revision().to_string();
+        // Events also fire for unrelated writes (editor swap files, the `..data_tmp`
+        // dance); an identical set is not a new one.
+        if revision == running {
+            tracing::debug!(revision, "policy files changed but the set is the same");
+            self.record(ReloadResult::Unchanged);
+            return ReloadResult::Unchanged;
+        }
+        for warning in &loaded.warnings {
+            tracing::warn!(finding = %warning, "policy warning");
+        }
+        if loaded.set.is_empty() {
+            tracing::warn!(
+                revision,
+                "the new policy set is empty: graft now changes nothing"
+            );
+        }
+        // install_policies logs the swap with both revisions.
+        self.state.install_policies(loaded.set);
+        self.record(ReloadResult::Success);
+        ReloadResult::Success
+    }
+
+    fn reject(&self, findings: &Findings) {
+        let errors = findings.0.iter().filter(|f| f.is_error()).count();
+        for finding in &findings.0 {
+            // Display is exactly what `graft lint` prints: file:line, policy, field.
+            tracing::error!(finding = %finding, "policy finding");
+        }
+        tracing::error!(
+            errors,
+            revision = self.state.policies.load().revision(),
+            "policy set not reloaded; keeping the running set"
+        );
+        self.record(ReloadResult::Error);
+    }
+
+    fn record(&self, result: ReloadResult) {
+        self.state.metrics.policy_reloaded(result);
+        self.state
+            .policy_reloads
+            .send_modify(|status| match result {
+                ReloadResult::Success => status.successes += 1,
+                ReloadResult::Unchanged => status.unchanged += 1,
+                ReloadResult::Error => status.failures += 1,
+            });
+    }
+}
