@@ -131,8 +131,9 @@ read -r rss_end fds_end < <(sample)
 requests="$(awk '/requests in/ {print $1}' "$work/wrk.txt")"
 non2xx="$(awk '/Non-2xx/ {print $NF}' "$work/wrk.txt")"
 socket_errors="$(awk -F'[ ,]+' '/Socket errors/ {print $4+$6+$8+$10}' "$work/wrk.txt")"
-tls_reloads="$(curl -s "http://127.0.0.1:$metrics_port/metrics" | grep -E '^graft_tls_reloads_total' | tr '\n' ' ')"
-policy_loads="$(curl -s "http://127.0.0.1:$metrics_port/metrics" | grep -E '^graft_policy_(reloads|set)' | tr '\n' ' ')"
+metrics="$(curl -s "http://127.0.0.1:$metrics_port/metrics" || true)"
+tls_reloads="$(grep -E '^graft_tls_reloads' <<<"$metrics" | tr '\n' ' ' || true)"
+policy_loads="$(grep -E '^graft_polic(y|ies)_(reloads|set|loaded)' <<<"$metrics" | tr '\n' ' ' || true)"
 kill -0 "$server_pid" 2>/dev/null || { echo "FAIL: the server died"; cat "$work/server.log"; exit 1; }
 echo
 echo "requests:        ${requests:-0}"
