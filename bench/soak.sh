@@ -112,6 +112,7 @@ read -r rss_start fds_start < <(sample)
             project "$work/policies" "$work/policies-b"
         fi
         if [ $((elapsed % cert_every)) -lt "$policy_every" ]; then
+            echo "${elapsed}s $(sample)" >>"$work/samples"
             certs=$((certs + 1))
             new_cert "$work/cert-$certs"
             project "$work/tls" "$work/cert-$certs"
@@ -144,6 +145,10 @@ echo "open fds:        $fds_start -> $fds_end"
 echo "tls reloads:     ${tls_reloads:-none reported}"
 echo "policy metrics:  ${policy_loads:-none reported}"
 echo "server log lines at warn+: $(wc -l <"$work/server.log")"
+# The distinct messages, without timestamps, most frequent first.
+sed -E 's/^[^ ]+ +//' "$work/server.log" | cut -c1-160 | sort | uniq -c | sort -rn | head -n 5
+echo "samples (elapsed, VmRSS KiB, fds):"
+sed 's/^/  /' "$work/samples" 2>/dev/null || true
 if [ "${non2xx:-0}" != "0" ] || [ "${socket_errors:-0}" != "0" ] || [ "${requests:-0}" = "0" ]; then
     echo "FAIL"
     tail -n 20 "$work/server.log"
