@@ -223,11 +223,7 @@ impl<'d> Editor<'d> {
     pub fn merge(&mut self, at: &[Token], fragment: Value) -> Result<(), EditError> {
         let existing = path::get(self.document, at);
         if existing.is_none_or(Value::is_null) {
-            let value = match fragment {
-                Value::Object(map) => Value::Object(without_nulls(map)),
-                other => other,
-            };
-            return self.set(at, value);
+            return self.set(at, without_nulls_value(fragment));
         }
         let mut location = at.to_vec();
         self.merge_into(&mut location, fragment);
@@ -247,11 +243,7 @@ impl<'d> Editor<'d> {
                         (true, Value::Null) => self.remove(location),
                         (false, Value::Null) => {}
                         (false, value) => {
-                            let value = match value {
-                                Value::Object(map) => Value::Object(without_nulls(map)),
-                                other => other,
-                            };
-                            let _ = self.put(location, value);
+                            let _ = self.put(location, without_nulls_value(value));
                         }
                         (true, value) => self.merge_into(location, value),
                     }
@@ -277,7 +269,7 @@ impl<'d> Editor<'d> {
                         }
                         None => {
                             location.push(Token::Index(len as i64));
-                            let _ = self.put(location, item);
+                            let _ = self.put(location, without_nulls_value(item));
                             location.pop();
                             len += 1;
                         }
@@ -285,6 +277,7 @@ impl<'d> Editor<'d> {
                 }
             }
             (target, fragment) => {
+                let fragment = without_nulls_value(fragment);
                 if *target != fragment {
                     let _ = self.put(location, fragment);
                 }
@@ -319,13 +312,24 @@ fn is_named_list(items: &[Value]) -> bool {
             .all(|item| item.get("name").is_some_and(Value::is_string))
 }
 
+/// A fragment as it is written where nothing was merged into yet: what a second merge
+/// of the same fragment leaves, so merging converges in one pass. Null map values mean
+/// "remove" in a merge, so they are dropped, also inside the items of named lists (which
+/// later merges merge item by item); other lists are replaced whole and kept as they are.
+fn without_nulls_value(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(without_nulls(map)),
+        Value::Array(items) if is_named_list(&items) => {
+            Value::Array(items.into_iter().map(without_nulls_value).collect())
+        }
+        other => other,
+    }
+}
+
 fn without_nulls(map: Map<String, Value>) -> Map<String, Value> {
     map.into_iter()
         .filter(|(_, value)| !value.is_null())
-        .map(|(key, value)| match value {
-            Value::Object(inner) => (key, Value::Object(without_nulls(inner))),
-            other => (key, other),
-        })
+        .map(|(key, value)| (key, without_nulls_value(value)))
         .collect()
 }
 

@@ -13,6 +13,7 @@
 
 mod convert;
 mod functions;
+pub mod limits;
 pub mod template;
 #[cfg(test)]
 mod tests;
@@ -111,6 +112,7 @@ impl Expression {
         let program = env
             .compile(source)
             .map_err(|e| ExprError::Compile(e.to_string()))?;
+        limits::check(program.expression()).map_err(ExprError::Compile)?;
         Ok(Expression {
             source: source.to_string(),
             needs: Needs::of(&program),

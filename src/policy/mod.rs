@@ -31,8 +31,25 @@ pub struct Loaded {
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, Findings> {
     let mut findings = Vec::new();
     let sources = load::read_sources(paths, &mut findings);
+    compile_sources(&sources, findings)
+}
+
+/// Loads policies from text already in memory, as if read from `file`: no I/O. The
+/// entry point for fuzzing and property tests; [`load`] reads files and calls it.
+pub fn load_str(file: &Path, text: &str) -> Result<Loaded, Findings> {
+    let source = load::Source {
+        path: file.to_path_buf(),
+        text: text.to_string(),
+    };
+    compile_sources(std::slice::from_ref(&source), Vec::new())
+}
+
+fn compile_sources(
+    sources: &[load::Source],
+    mut findings: Vec<Finding>,
+) -> Result<Loaded, Findings> {
     let mut parsed = Vec::new();
-    for source in &sources {
+    for source in sources {
         parsed.extend(load::parse_source(source, &mut findings));
     }
     let mut first_seen: HashMap<&str, &load::ParsedDocument> = HashMap::new();
@@ -65,7 +82,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, Findings> {
     if findings.iter().any(Finding::is_error) {
         return Err(Findings(findings));
     }
-    let revision = revision_of(&sources);
+    let revision = revision_of(sources);
     Ok(Loaded {
         set: PolicySet::new(compiled, revision),
         warnings: findings,

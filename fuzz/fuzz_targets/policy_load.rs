@@ -1,0 +1,23 @@
+//! Policy loading: arbitrary text -> a compiled set or findings, never a panic, and a
+//! set that loads answers the captured fixtures with well-formed responses.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(loaded) = graft::policy::load_str(std::path::Path::new("fuzz.yaml"), text) else {
+        return;
+    };
+    for fixture in graft_fuzz::fixtures() {
+        let Ok(body) = serde_json::to_vec(fixture) else {
+            continue;
+        };
+        if let Ok(reviewed) = graft::admission::review(&body, &loaded.set) {
+            let request = &reviewed.review.request;
+            graft_fuzz::check_response(&reviewed.to_json(), &request.uid, request.object.as_ref());
+        }
+    }
+});

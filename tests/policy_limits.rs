@@ -1,0 +1,257 @@
+//! Policy-side limits, through the public entry points (`policy::load_str` and
+//! `admission::review`): protected metadata refused at runtime when lint cannot see it,
+//! JSONPath and regex size limits, and bounded CEL results.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use graft::admission;
+use graft::engine::{Outcome, PolicyResult};
+use graft::policy::PolicySet;
+use serde_json::{Value, json};
+
+fn fixture() -> Vec<u8> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pod-create-multus-worker.json");
+    std::fs::read(path).expect("fixture")
+}
+
+/// A policy on pods with the given failure policy, spec fields and mutations.
+fn policy(failure_policy: &str, extra: Value, mutations: Value) -> String {
+    let mut spec = json!({
+        "failurePolicy": failure_policy,
+        "match": {"resources": ["pods"], "operations": ["CREATE"]},
+        "mutations": mutations,
+    });
+    if let (Some(spec), Value::Object(extra)) = (spec.as_object_mut(), extra) {
+        spec.extend(extra);
+    }
+    json!({
+        "apiVersion": "graft.dev/v1alpha1",
+        "kind": "MutationPolicy",
+        "metadata": {"name": "limits"},
+        "spec": spec,
+    })
+    .to_string()
+}
+
+fn load(text: &str) -> PolicySet {
+    match graft::policy::load_str(Path::new("limits.yaml"), text) {
+        Ok(loaded) => loaded.set,
+        Err(findings) => panic!("policy does not load: {findings:?}\n{text}"),
+    }
+}
+
+fn load_errors(text: &str) -> String {
+    match graft::policy::load_str(Path::new("limits.yaml"), text) {
+        Ok(_) => panic!("policy loads but should not:\n{text}"),
+        Err(findings) => format!("{findings:?}"),
+    }
+}
+
+/// Runs the fixture through `policy` with `failurePolicy: Fail` (must deny, naming
+/// `reason`) and `Ignore` (must allow unchanged, with a warning).
+fn check_refused(extra: Value, mutations: Value, reason: &str) {
+    let set = load(&policy("Fail", extra.clone(), mutations.clone()));
+    let reviewed = admission::review(&fixture(), &set).expect("review");
+    match &reviewed.evaluation.outcome {
+        Outcome::Denied { message } => {
+            assert!(message.contains(reason), "{message}");
+            assert!(
+                message.contains("limits"),
+                "the message names the policy: {message}"
+            );
+        }
+        other => panic!(
+            "not denied: {other:?}; patch {:?}",
+            reviewed.evaluation.patch
+        ),
+    }
+    assert!(reviewed.response.response.patch.is_none());
+    assert!(!reviewed.response.response.allowed);
+
+    let set = load(&policy("Ignore", extra, mutations));
+    let reviewed = admission::review(&fixture(), &set).expect("review");
+    assert_eq!(reviewed.evaluation.outcome, Outcome::Allowed);
+    assert!(
+        reviewed.evaluation.patch.0.is_empty(),
+        "{:?}",
+        reviewed.evaluation.patch
+    );
+    assert!(
+        matches!(&reviewed.evaluation.policies[..], [report] if matches!(report.result, PolicyResult::Ignored { .. })),
+        "{:?}",
+        reviewed.evaluation.policies
+    );
+    assert_eq!(reviewed.response.response.warnings.len(), 1);
+}
+
+const PROTECTED: &str = "may not change metadata.name, metadata.namespace or metadata.uid";
+
+#[test]
+fn a_template_at_the_root_cannot_rename_the_object() {
+    check_refused(
+        json!({}),
+        json!([{"merge": {"value": "{{ {'metadata': {'name': 'x'}} }}"}}]),
+        PROTECTED,
+    );
+}
+
+#[test]
+fn a_template_for_metadata_cannot_change_the_namespace_or_uid() {
+    check_refused(
+        json!({}),
+        json!([{"merge": {"value": {"metadata": "{{ {'namespace': 'kube-system'} }}"}}}]),
+        PROTECTED,
+    );
+    check_refused(
+        json!({}),
+        json!([{"merge": {"value": "{{ {'metadata': {'uid': 'u', 'name': object.metadata.name}} }}"}}]),
+        PROTECTED,
+    );
+}
+
+#[test]
+fn a_computed_key_cannot_reach_protected_metadata() {
+    check_refused(
+        json!({"params": {"key": "name"}}),
+        json!([{"merge": {"value": {"metadata": "{{ {params.key: 'renamed'} }}"}}}]),
+        PROTECTED,
+    );
+}
+
+/// Where lint can see the location, a template aimed at `metadata` is refused at load.
+#[test]
+fn templates_written_at_metadata_are_refused_by_lint() {
+    for mutation in [
+        json!({"set": {"path": "$.metadata", "value": "{{ {'labels': {}} }}"}}),
+        json!({"merge": {"path": "$.metadata", "value": "{{ {'labels': {}} }}"}}),
+        json!({"set": {"path": "$.metadata.name", "value": "{{ object.metadata.name + 'x' }}"}}),
+    ] {
+        let errors = load_errors(&policy("Ignore", json!({}), json!([mutation])));
+        assert!(errors.contains("may not change metadata"), "{errors}");
+    }
+}
+
+#[test]
+fn json_patch_cannot_replace_or_remove_metadata_wholesale() {
+    check_refused(
+        json!({}),
+        json!([{"jsonPatch": [{"op": "add", "path": "/metadata", "value": {"name": "x"}}]}]),
+        PROTECTED,
+    );
+    check_refused(
+        json!({}),
+        json!([{"jsonPatch": [{"op": "remove", "path": "/metadata"}]}]),
+        PROTECTED,
+    );
+    check_refused(
+        json!({}),
+        json!([{"jsonPatch": [{"op": "copy", "from": "/metadata/labels", "path": "/metadata"}]}]),
+        PROTECTED,
+    );
+}
+
+#[test]
+fn jsonpath_length_and_segments_are_limited_at_load() {
+    let deep = format!("${}", ".a".repeat(33));
+    let long = format!("$.metadata.annotations['{}']", "k".repeat(1100));
+    for path in [deep, long] {
+        let errors = load_errors(&policy(
+            "Fail",
+            json!({}),
+            json!([{"set": {"path": path, "value": 1}}]),
+        ));
+        assert!(errors.contains("longer than"), "{errors}");
+    }
+    // 32 segments is still fine.
+    let ok = format!("$.spec{}", ".a".repeat(31));
+    load(&policy(
+        "Fail",
+        json!({}),
+        json!([{"set": {"path": ok, "value": 1}}]),
+    ));
+}
+
+#[test]
+fn regexes_are_size_limited_at_load() {
+    let fields = |regex: String| json!({"match": {"resources": ["pods"], "fields": [{"path": "$.metadata.name", "regex": regex}]}});
+    for regex in ["a{1000}{1000}".to_string(), "a".repeat(5000)] {
+        let errors = load_errors(&policy(
+            "Fail",
+            fields(regex),
+            json!([{"set": {"path": "$.spec.x", "value": 1}}]),
+        ));
+        assert!(errors.contains("regex"), "{errors}");
+    }
+}
+
+#[test]
+fn cel_results_are_capped_at_one_mebibyte() {
+    let params =
+        json!({"params": {"items": (0..2048).collect::<Vec<_>>(), "chunk": "x".repeat(1024)}});
+    check_refused(
+        params,
+        json!([{"set": {"path": "$.metadata.annotations.big", "value": "{{ params.items.map(i, params.chunk).join('') }}"}}]),
+        "larger than",
+    );
+}
+
+#[test]
+fn cel_lists_are_capped_too() {
+    let params = json!({"params": {"items": (0..1500).collect::<Vec<_>>()}});
+    check_refused(
+        params,
+        json!([{"set": {"path": "$.spec.big", "value": "{{ params.items.map(i, params.items) }}"}}]),
+        "larger than",
+    );
+}
+
+/// Nested comprehensions over a list from the object multiply its size: three levels
+/// over 100 elements took 24 s in a debug build. More than two levels are refused at load.
+#[test]
+fn comprehensions_nest_at_most_two_deep() {
+    let expression = |nesting: usize| {
+        let mut body = "a0".to_string();
+        for level in (0..nesting).rev() {
+            body = format!("object.spec.items.map(a{level}, {body})");
+        }
+        format!("{{{{ string({body}.size()) }}}}")
+    };
+    let errors = load_errors(&policy(
+        "Ignore",
+        json!({}),
+        json!([{"set": {"path": "$.metadata.annotations.n", "value": expression(3)}}]),
+    ));
+    assert!(errors.contains("comprehensions"), "{errors}");
+    assert!(errors.contains("nest 3 deep"), "{errors}");
+    let validation = json!({"validations": [{
+        "expression": "[1].all(x, [2].all(y, [3].all(z, x + y + z > 0)))",
+        "message": "m",
+    }]});
+    let errors = load_errors(&policy(
+        "Ignore",
+        validation,
+        json!([{"set": {"path": "$.spec.x", "value": 1}}]),
+    ));
+    assert!(errors.contains("nest 3 deep"), "{errors}");
+
+    // Two levels load and run.
+    let set = load(&policy(
+        "Fail",
+        json!({}),
+        json!([{"set": {"path": "$.metadata.annotations.n", "value": expression(2)}}]),
+    ));
+    let mut body: Value = serde_json::from_slice(&fixture()).expect("fixture");
+    body["request"]["object"]["spec"]["items"] = json!((0..100).collect::<Vec<_>>());
+    let body = serde_json::to_vec(&body).expect("json");
+    let started = Instant::now();
+    let reviewed = admission::review(&body, &set).expect("review");
+    assert_eq!(reviewed.evaluation.outcome, Outcome::Allowed);
+    assert!(!reviewed.evaluation.patch.0.is_empty());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -1,0 +1,466 @@
+//! Property tests: random objects and random policies from a small grammar, and random
+//! pods against the four example policies. Every answer must be a well-formed
+//! AdmissionReview; every patch must apply to the original and give the engine's
+//! mutation; policies that are idempotent by construction must converge in one pass.
+
+use std::path::Path;
+
+use base64::Engine as _;
+use graft::admission::{self, AdmissionRequest, ResponseReview};
+use graft::engine::Outcome;
+use graft::policy::PolicySet;
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+/// Modest case counts keep the whole file well under 30 s in debug.
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Generators
+// ---------------------------------------------------------------------------------------
+
+/// Map keys, including the two characters a JSON Pointer must escape.
+const KEYS: &[&str] = &["a", "b", "c", "x/y", "t~n", "a.b", "0"];
+const LABEL_KEYS: &[&str] = &["app", "tier", "graft.dev/role", "x~y"];
+const LABEL_VALUES: &[&str] = &["web", "db", "yes", ""];
+
+fn key() -> impl Strategy<Value = String> {
+    prop::sample::select(KEYS).prop_map(str::to_string)
+}
+
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1.0e6f64..1.0e6).prop_map(Value::from),
+        "[a-z~/ ]{0,6}".prop_map(Value::from),
+    ]
+}
+
+/// Any JSON value, a few levels deep.
+fn value() -> impl Strategy<Value = Value> {
+    scalar().prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(key(), inner, 0..4)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    })
+}
+
+/// A literal a policy writes: scalars, maps, lists of scalars, and lists of named
+/// objects with distinct names (the lists merge merges by name).
+fn literal() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        scalar(),
+        prop::collection::btree_map(
+            prop::sample::select(&["n1", "n2", "n3"][..]),
+            scalar(),
+            1..3
+        )
+        .prop_map(|named| {
+            Value::Array(
+                named
+                    .into_iter()
+                    .map(|(name, value)| json!({"name": name, "value": value}))
+                    .collect(),
+            )
+        }),
+        prop::collection::vec(scalar(), 0..3).prop_map(Value::Array),
+    ];
+    leaf.prop_recursive(2, 12, 3, |inner| {
+        prop::collection::btree_map(key(), inner, 1..3)
+            .prop_map(|map| Value::Object(map.into_iter().collect()))
+    })
+}
+
+fn labels() -> impl Strategy<Value = Map<String, Value>> {
+    prop::collection::btree_map(
+        prop::sample::select(LABEL_KEYS).prop_map(str::to_string),
+        prop::sample::select(LABEL_VALUES).prop_map(Value::from),
+        0..3,
+    )
+    .prop_map(|map| map.into_iter().collect())
+}
+
+/// A pod-shaped object with random labels and a random spec.
+fn object() -> impl Strategy<Value = Value> {
+    (labels(), labels(), prop::option::of(value())).prop_map(|(labels, annotations, spec)| {
+        let mut object = json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "labels": labels, "annotations": annotations},
+        });
+        if let Some(spec) = spec {
+            object["spec"] = spec;
+        }
+        object
+    })
+}
+
+/// A JSONPath to a location under `spec` or in labels and annotations, in bracket
+/// notation so every key is quoted.
+fn path() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::collection::vec(key(), 1..4).prop_map(|keys| {
+            let mut path = "$['spec']".to_string();
+            for key in keys {
+                path.push_str(&format!("['{key}']"));
+            }
+            path
+        }),
+        prop::sample::select(LABEL_KEYS).prop_map(|k| format!("$.metadata.labels['{k}']")),
+        prop::sample::select(LABEL_KEYS).prop_map(|k| format!("$.metadata.annotations['{k}']")),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum Edit {
+    Set(String, Value),
+    Merge(Option<String>, Value),
+    Remove(String),
+}
+
+impl Edit {
+    fn to_json(&self) -> Value {
+        match self {
+            Edit::Set(path, value) => json!({"set": {"path": path, "value": value}}),
+            Edit::Merge(Some(path), value) => json!({"merge": {"path": path, "value": value}}),
+            Edit::Merge(None, value) => json!({"merge": {"value": {"spec": value}}}),
+            Edit::Remove(path) => json!({"remove": {"path": path}}),
+        }
+    }
+}
+
+/// Set and merge of literals: idempotent by construction.
+fn literal_edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        (path(), literal()).prop_map(|(p, v)| Edit::Set(p, v)),
+        (prop::option::of(path()), literal()).prop_map(|(p, v)| Edit::Merge(p, v)),
+    ]
+}
+
+fn any_edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![3 => literal_edit(), 1 => path().prop_map(Edit::Remove)]
+}
+
+/// One policy document: match on pods, optional label and field tests, the edits.
+fn policy(name: &str, edits: &[Edit], labels: &Map<String, Value>, exists: Option<&str>) -> Value {
+    let mut matcher = json!({"resources": ["pods"], "operations": ["CREATE"]});
+    if !labels.is_empty() {
+        matcher["labels"] = Value::Object(labels.clone());
+    }
+    if let Some(path) = exists {
+        matcher["fields"] = json!([{"path": path, "exists": true}]);
+    }
+    json!({
+        "apiVersion": "graft.dev/v1alpha1",
+        "kind": "MutationPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Ignore",
+            "match": matcher,
+            "mutations": edits.iter().map(Edit::to_json).collect::<Vec<_>>(),
+        }
+    })
+}
+
+/// A set of one to three policies, as the YAML stream a ConfigMap would hold (JSON is YAML).
+fn policy_text(edit: BoxedStrategy<Edit>) -> impl Strategy<Value = String> {
+    let one = (
+        prop::collection::vec(edit, 1..4),
+        labels(),
+        prop::option::of(path()),
+    );
+    prop::collection::vec(one, 1..4).prop_map(|policies| {
+        policies
+            .iter()
+            .enumerate()
+            .map(|(i, (edits, labels, exists))| {
+                policy(&format!("p{i}"), edits, labels, exists.as_deref()).to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------------------
+
+fn load(text: &str) -> Result<PolicySet, TestCaseError> {
+    graft::policy::load_str(Path::new("generated.yaml"), text)
+        .map(|loaded| loaded.set)
+        .map_err(|findings| TestCaseError::fail(format!("{findings:?}\n{text}")))
+}
+
+fn review_body(object: &Value, version: &str) -> Vec<u8> {
+    json!({
+        "apiVersion": version,
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "7c0e0bb8-0d1c-4c53-9a0e-6a1d8a6c1f00",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "ns",
+            "operation": "CREATE",
+            "userInfo": {"username": "u"},
+            "object": object,
+        }
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// The response bytes parse back as an AdmissionReview of the same version, echo the
+/// uid, and carry a patch only as base64 of a JSON array that applies to `object`.
+fn check_response(
+    body: &[u8],
+    version: &str,
+    object: &Value,
+) -> Result<Option<Value>, TestCaseError> {
+    let parsed: ResponseReview = serde_json::from_slice(body)
+        .map_err(|e| TestCaseError::fail(format!("response does not parse: {e}")))?;
+    prop_assert_eq!(&parsed.api_version, version);
+    prop_assert_eq!(&parsed.kind, "AdmissionReview");
+    prop_assert_eq!(&parsed.response.uid, "7c0e0bb8-0d1c-4c53-9a0e-6a1d8a6c1f00");
+    let Some(patch) = &parsed.response.patch else {
+        prop_assert!(parsed.response.patch_type.is_none());
+        return Ok(None);
+    };
+    prop_assert_eq!(parsed.response.patch_type.as_deref(), Some("JSONPatch"));
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(patch)
+        .map_err(|e| TestCaseError::fail(format!("patch is not base64: {e}")))?;
+    let array: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| TestCaseError::fail(format!("patch is not JSON: {e}")))?;
+    prop_assert!(array.is_array(), "patch is not an array: {}", array);
+    let patch: json_patch::Patch = serde_json::from_value(array)
+        .map_err(|e| TestCaseError::fail(format!("patch is not RFC 6902: {e}")))?;
+    let mut patched = object.clone();
+    json_patch::patch(&mut patched, &patch)
+        .map_err(|e| TestCaseError::fail(format!("patch does not apply: {e}")))?;
+    Ok(Some(patched))
+}
+
+/// Reviews `object` through the public entry point and checks the answer; returns the
+/// patched object.
+fn reviewed(
+    set: &PolicySet,
+    object: &Value,
+    version: &str,
+) -> Result<Option<Value>, TestCaseError> {
+    let body = review_body(object, version);
+    let reviewed = admission::review(&body, set)
+        .map_err(|e| TestCaseError::fail(format!("review refused: {e}")))?;
+    let patched = check_response(&reviewed.to_json(), version, object)?;
+    prop_assert_eq!(patched.as_ref(), reviewed.evaluation.mutated.as_ref());
+    Ok(patched)
+}
+
+/// The patch applies to the original and yields the engine's mutation; a second pass
+/// over the result yields an empty patch.
+fn converges(request: &AdmissionRequest, set: &PolicySet) -> Result<(), TestCaseError> {
+    let first = graft::engine::evaluate(request, set);
+    if first.outcome != Outcome::Allowed || first.patch.0.is_empty() {
+        return Ok(());
+    }
+    let mut patched = request.object.clone().unwrap_or_default();
+    json_patch::patch(&mut patched, &first.patch)
+        .map_err(|e| TestCaseError::fail(format!("patch does not apply: {e}")))?;
+    prop_assert_eq!(Some(&patched), first.mutated.as_ref());
+    let mut again = request.clone();
+    again.object = Some(patched);
+    let second = graft::engine::evaluate(&again, set);
+    prop_assert_eq!(&second.outcome, &Outcome::Allowed);
+    prop_assert!(
+        second.patch.0.is_empty(),
+        "second pass not empty: {:?}\nfirst: {:?}",
+        second.patch,
+        first.patch
+    );
+    Ok(())
+}
+
+fn pod_request(object: Value, namespace: &str) -> AdmissionRequest {
+    let options = graft::offline::RequestOptions {
+        namespace: Some(namespace.to_string()),
+        ..Default::default()
+    };
+    graft::offline::request_for(object, &options, "uid-1")
+}
+
+// ---------------------------------------------------------------------------------------
+// Properties over generated policies
+// ---------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(config(96))]
+
+    /// Set and merge of literals: the patch applies, and the second pass is empty.
+    #[test]
+    fn literal_policies_converge_in_one_pass(
+        text in policy_text(literal_edit().boxed()),
+        object in object(),
+    ) {
+        let set = load(&text)?;
+        reviewed(&set, &object, admission::API_VERSION_V1)?;
+        converges(&pod_request(object, "ns"), &set)?;
+    }
+
+    /// With removes too (remove then set of the same path is not idempotent by
+    /// construction), the patch still always applies and the response is well formed,
+    /// in both AdmissionReview versions.
+    #[test]
+    fn any_policy_gives_an_applicable_patch(
+        text in policy_text(any_edit().boxed()),
+        object in object(),
+        v1 in any::<bool>(),
+    ) {
+        let set = load(&text)?;
+        let version = if v1 { admission::API_VERSION_V1 } else { admission::API_VERSION_V1BETA1 };
+        reviewed(&set, &object, version)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Random pods against the four example policies
+// ---------------------------------------------------------------------------------------
+
+fn example_policies() -> &'static PolicySet {
+    static SET: std::sync::OnceLock<PolicySet> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+        match graft::policy::load(&[dir]) {
+            Ok(loaded) => loaded.set,
+            Err(findings) => panic!("example policies do not load: {findings:?}"),
+        }
+    })
+}
+
+/// Pods built from the values the example policies look at, so they match often.
+fn example_pod() -> impl Strategy<Value = (Value, String)> {
+    let annotation = prop_oneof![
+        Just(None),
+        prop::sample::select(&["yes", "true", "no", "On"][..])
+            .prop_map(|v| Some(("sidecar-injector-webhook.morven.me/inject", Value::from(v)))),
+        prop::sample::select(&["", "other/net", "a, b@eth1", "[{\"name\":\"roce5\"}]", "{"][..])
+            .prop_map(|v| Some(("k8s.v1.cni.cncf.io/networks", Value::from(v)))),
+        prop::sample::select(
+            &[
+                "{\"key\":\"zone\",\"even\":\"a\",\"odd\":\"b\"}",
+                "[1]",
+                "{\"key\":3}",
+                "nope"
+            ][..]
+        )
+        .prop_map(|v| Some(("custom-node-selector", Value::from(v)))),
+    ];
+    (
+        prop::sample::select(&["dynamo-system", "default", "kube-system"][..]),
+        prop::sample::select(&["worker06", "worker14", "worker01"][..]),
+        any::<bool>(),
+        any::<bool>(),
+        prop::option::of(0u32..40),
+        annotation,
+        prop::collection::vec(
+            prop::sample::select(&["main", "app", "sidecar-nginx"][..]),
+            0..3,
+        ),
+    )
+        .prop_map(
+            |(namespace, alias, worker, stateful, ordinal, annotation, containers)| {
+                let name = ordinal.map_or("pod-x".to_string(), |n| format!("web-{n}"));
+                let mut labels = Map::new();
+                if worker {
+                    labels.insert("nvidia.com/dynamo-component-type".into(), "worker".into());
+                }
+                if stateful {
+                    labels.insert("ab-build-different".into(), "true".into());
+                }
+                if let Some(n) = ordinal {
+                    labels.insert("apps.kubernetes.io/pod-index".into(), n.to_string().into());
+                }
+                let mut annotations = Map::new();
+                if let Some((key, value)) = annotation {
+                    annotations.insert(key.into(), value);
+                }
+                let containers: Vec<Value> = containers
+                    .iter()
+                    .map(|name| json!({"name": name, "image": "busybox"}))
+                    .collect();
+                let mut pod = json!({
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name, "labels": labels, "annotations": annotations},
+                    "spec": {"containers": containers, "nodeSelector": {"dynamo.nodeAlias": alias}},
+                });
+                if stateful {
+                    pod["metadata"]["ownerReferences"] =
+                        json!([{"kind": "StatefulSet", "name": "web", "apiVersion": "apps/v1"}]);
+                }
+                (pod, namespace.to_string())
+            },
+        )
+}
+
+/// Nodes with random capacities and overcommit annotations, for `node-overcommit`.
+fn example_node() -> impl Strategy<Value = Value> {
+    (
+        prop::sample::select(&["4", "3500m", "0", "1.5", "bad"][..]),
+        prop::sample::select(&["16Gi", "1000Ki", "1e3", "12345", "x"][..]),
+        prop::option::of(prop::sample::select(
+            &[
+                "{\"cpu\": 2}",
+                "{\"memory\": 0.5}",
+                "{}",
+                "[",
+                "{\"cpu\":\"x\"}",
+            ][..],
+        )),
+    )
+        .prop_map(|(cpu, memory, ratio)| {
+            let mut node = json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "gpu-1", "labels": {"graft.dev/overcommit": "true"}},
+                "status": {
+                    "capacity": {"cpu": cpu, "memory": memory},
+                    "allocatable": {"cpu": cpu, "memory": memory},
+                },
+            });
+            if let Some(ratio) = ratio {
+                node["metadata"]["annotations"] = json!({"graft.dev/overcommit-ratio": ratio});
+            }
+            node
+        })
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    #[test]
+    fn example_policies_converge_on_random_pods((pod, namespace) in example_pod()) {
+        let set = example_policies();
+        converges(&pod_request(pod, &namespace), set)?;
+    }
+
+    #[test]
+    fn example_policies_converge_on_random_nodes(node in example_node()) {
+        let set = example_policies();
+        let options = graft::offline::RequestOptions {
+            operation: "UPDATE".into(),
+            resource: Some("nodes/status".into()),
+            old_object: Some(node.clone()),
+            ..Default::default()
+        };
+        converges(&graft::offline::request_for(node, &options, "uid-2"), set)?;
+    }
+}

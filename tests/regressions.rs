@@ -1,0 +1,127 @@
+//! Regression tests for bugs found by the property tests and the fuzzers (issue #7).
+//! Each case: a policy, an object, and the convergence the design promises (the patch
+//! applies to the original and a second pass over the result is empty).
+
+use std::path::Path;
+
+use base64::Engine as _;
+use graft::admission;
+use graft::policy::PolicySet;
+use serde_json::{Value, json};
+
+fn load(mutations: Value) -> PolicySet {
+    let text = json!({
+        "apiVersion": "graft.dev/v1alpha1",
+        "kind": "MutationPolicy",
+        "metadata": {"name": "regression"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "match": {"resources": ["pods"], "operations": ["CREATE"]},
+            "mutations": mutations,
+        }
+    })
+    .to_string();
+    match graft::policy::load_str(Path::new("regression.yaml"), &text) {
+        Ok(loaded) => loaded.set,
+        Err(findings) => panic!("{findings:?}"),
+    }
+}
+
+fn body(object: &Value) -> Vec<u8> {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "ns",
+            "operation": "CREATE",
+            "object": object,
+        }
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Reviews `body` as the apiserver would send it and returns the object the apiserver
+/// would store: the response's patch applied to the request's object.
+fn admit(set: &PolicySet, body: &[u8]) -> (Value, usize) {
+    let reviewed = admission::review(body, set).expect("review");
+    let request: Value = serde_json::from_slice(body).expect("json");
+    let mut object = request["request"]["object"].clone();
+    let response: Value = serde_json::from_slice(&reviewed.to_json()).expect("response");
+    assert_eq!(response["response"]["allowed"], true, "{response}");
+    let Some(patch) = response["response"]["patch"].as_str() else {
+        return (object, 0);
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(patch)
+        .expect("base64");
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("patch");
+    json_patch::patch(&mut object, &patch).expect("patch applies");
+    (object, patch.0.len())
+}
+
+/// Admits `object` twice, the second time on the stored result: the second patch is empty.
+fn check_converges(set: &PolicySet, object: Value) -> Value {
+    let (first, ops) = admit(set, &body(&object));
+    assert!(ops > 0, "the first pass changed nothing");
+    let (second, ops) = admit(set, &body(&first));
+    assert_eq!(
+        ops, 0,
+        "second pass not empty:\nfirst: {first}\nsecond: {second}"
+    );
+    first
+}
+
+/// Found by `literal_policies_converge_in_one_pass`: serde_json's default float parser
+/// is off by one ULP for about a third of all doubles, so graft saw an object's
+/// `-958518.5692273717` as `...716`, differed from a policy's literal `...717`, and sent
+/// a replace on every pass. Fixed by serde_json's `float_roundtrip` feature.
+#[test]
+fn floats_in_a_review_are_read_exactly() {
+    let set = load(json!([{"set": {"path": "$.spec.ratio", "value": -958518.5692273717}}]));
+    let text =
+        String::from_utf8(body(&json!({"metadata": {"name": "p"}, "spec": {}}))).expect("utf8");
+    let text = text.replace(r#""spec":{}"#, r#""spec":{"ratio":-958518.5692273717}"#);
+    let (_, ops) = admit(&set, text.as_bytes());
+    assert_eq!(ops, 0, "a value equal to the policy's literal was replaced");
+    let parsed: Value = serde_json::from_str("-958518.5692273717").expect("json");
+    assert_eq!(parsed.as_f64(), Some(-958518.5692273717_f64));
+}
+
+/// Found by `literal_policies_converge_in_one_pass`: a merge that created a named list
+/// kept `null` fields in its items; the second merge then treated them as "remove" and
+/// patched again.
+#[test]
+fn a_merge_that_creates_a_named_list_drops_its_null_fields() {
+    let set = load(json!([{"merge": {"value": {"spec": {"a": [{"name": "n1", "value": null}]}}}}]));
+    let stored = check_converges(&set, json!({"metadata": {"name": "p"}}));
+    assert_eq!(stored["spec"], json!({"a": [{"name": "n1"}]}));
+}
+
+#[test]
+fn a_merge_that_appends_a_named_item_drops_its_null_fields() {
+    let set = load(json!([{"merge": {"path": "$.spec", "value": {
+        "containers": [{"name": "new", "image": null, "env": [{"name": "A", "value": null}]}]
+    }}}]));
+    let stored = check_converges(
+        &set,
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "old", "image": "x"}]}}),
+    );
+    assert_eq!(
+        stored["spec"]["containers"],
+        json!([{"name": "old", "image": "x"}, {"name": "new", "env": [{"name": "A"}]}])
+    );
+}
+
+#[test]
+fn a_merge_that_replaces_a_scalar_with_a_map_drops_its_null_fields() {
+    let set = load(json!([{"merge": {"path": "$.spec", "value": {"a": {"b": 1, "c": null}}}}]));
+    let stored = check_converges(
+        &set,
+        json!({"metadata": {"name": "p"}, "spec": {"a": "scalar"}}),
+    );
+    assert_eq!(stored["spec"]["a"], json!({"b": 1}));
+}
