@@ -77,7 +77,11 @@ fn patch(c: &mut Criterion) {
     let reviewed =
         graft::admission::review(policies::REALISTIC_REVIEW.as_bytes(), &set).expect("valid");
     let before = reviewed.review.request.object.clone().expect("an object");
-    let after = reviewed.evaluation.mutated.clone().expect("a mutated object");
+    let after = reviewed
+        .evaluation
+        .mutated
+        .clone()
+        .expect("a mutated object");
     let mut group = c.benchmark_group("patch");
     group
         .warm_up_time(Duration::from_millis(500))

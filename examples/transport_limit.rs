@@ -30,7 +30,9 @@ const ALLOWED: &[u8] = br#"{"apiVersion":"admission.k8s.io/v1","kind":"Admission
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let listen: SocketAddr = args.next().as_deref().unwrap_or("127.0.0.1:9443").parse()?;
-    let ca_file = args.next().unwrap_or_else(|| "/tmp/transport-limit-ca.pem".into());
+    let ca_file = args
+        .next()
+        .unwrap_or_else(|| "/tmp/transport-limit-ca.pem".into());
     let seconds: u64 = args.next().as_deref().unwrap_or("60").parse()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
