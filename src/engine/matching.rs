@@ -54,8 +54,12 @@ pub fn declarative_match(
                 .namespaces
                 .iter()
                 .any(|pattern| pattern.matches(facts.namespace)))
-        && selector_matches(&conditions.labels, metadata_map(object, "labels"))
-        && selector_matches(&conditions.annotations, metadata_map(object, "annotations"))
+        // The maps are looked up only when a selector needs them: with hundreds of
+        // candidate policies, most of them have no annotation selector.
+        && (conditions.labels.is_empty()
+            || selector_matches(&conditions.labels, metadata_map(object, "labels")))
+        && (conditions.annotations.is_empty()
+            || selector_matches(&conditions.annotations, metadata_map(object, "annotations")))
         && conditions
             .fields
             .iter()

@@ -122,7 +122,8 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
         return evaluation;
     };
     let mutable = request.object.is_some();
-    let request_binding = run::request_binding(request);
+    // Built on first use: most policies use no CEL, and then no review pays for it.
+    let request_binding = std::cell::OnceCell::new();
     // The working copy is made only once a policy matches.
     let mut current: Option<Value> = None;
     let mut audited = BTreeMap::new();

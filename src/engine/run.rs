@@ -1,5 +1,6 @@
 //! Running one policy against the current state of the object.
 
+use std::cell::OnceCell;
 use std::fmt;
 
 use serde_json::{Value, json};
@@ -69,7 +70,7 @@ pub fn run_policy(
     policy: &CompiledPolicy,
     facts: &RequestFacts<'_>,
     request: &AdmissionRequest,
-    request_binding: &Value,
+    request_binding: &OnceCell<Value>,
     original: &Value,
     current: &mut Option<Value>,
     mutable: bool,
@@ -90,13 +91,15 @@ pub fn run_policy(
 
     // Phase 1: read-only evaluation of every expression against the object as it is now.
     let plan = {
-        let bindings = Bindings {
-            object: view,
-            old_object: request.old_object.as_ref(),
-            request: request_binding,
-            params: &policy.params,
-        };
-        let mut scope = policy.uses_cel.then(|| Scope::new(bindings, policy.needs));
+        let mut scope = policy.uses_cel.then(|| {
+            let bindings = Bindings {
+                object: view,
+                old_object: request.old_object.as_ref(),
+                request: request_binding.get_or_init(|| self::request_binding(request)),
+                params: &policy.params,
+            };
+            Scope::new(bindings, policy.needs)
+        });
         match plan_policy(policy, excluded_declaratively, scope.as_mut()) {
             Ok(Some(plan)) => plan,
             Ok(None) => return PolicyRun::NotMatched,

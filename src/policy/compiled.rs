@@ -188,6 +188,10 @@ impl NamePattern {
 
 /// `*` matches any run of characters; everything else matches itself.
 fn glob_match(pattern: &str, text: &str) -> bool {
+    // Most namespace patterns are plain names: compare without splitting or allocating.
+    if !pattern.contains('*') {
+        return pattern == text;
+    }
     let mut parts = pattern.split('*');
     let Some(first) = parts.next() else {
         return text.is_empty();

@@ -17,7 +17,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use super::config::Limits;
 use super::state::State;
 use crate::admission::{self, Reviewed};
-use crate::engine::{Outcome, PolicyResult};
+use crate::engine::Outcome;
 use crate::metrics::ErrorReason;
 
 pub type Body = Full<Bytes>;
@@ -155,19 +155,25 @@ fn record(reviewed: &Reviewed, state: &State, started: Instant) {
         Some(sub) if !sub.is_empty() => format!("{}/{}", request.resource.resource, sub),
         _ => request.resource.resource.clone(),
     };
-    let mut matched = Vec::with_capacity(evaluation.policies.len());
-    let mut applied = Vec::new();
     for report in &evaluation.policies {
-        let result = report.result.label();
-        state.metrics.policy_evaluated(&report.policy, result);
-        matched.push(report.policy.as_str());
-        if report.result == PolicyResult::Applied {
-            applied.push(report.policy.as_str());
-        }
+        state
+            .metrics
+            .policy_evaluated(&report.policy, report.result.label());
     }
     state
         .metrics
         .review_answered(&request.operation, &resource, decision, seconds);
+    // The log line joins and formats several strings: skip building them when the
+    // level is filtered out, as it is on the hot path of a quiet deployment.
+    if !tracing::enabled!(tracing::Level::INFO) {
+        return;
+    }
+    let matched: Vec<&str> = evaluation
+        .policies
+        .iter()
+        .map(|report| report.policy.as_str())
+        .collect();
+    let applied: Vec<&str> = evaluation.applied().collect();
     let name = request.name.clone().filter(|n| !n.is_empty()).or_else(|| {
         request
             .object

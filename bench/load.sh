@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Load benchmark (issue #6): graft serve with 100 policies vs the transport limit (the same
+# TLS + hyper setup answering a constant review), over TLS, keep-alive HTTP/1.1, loopback
+# only. Every run is bounded in time; every server started here is stopped here.
+#
+#   bash bench/load.sh                 # defaults: 10 s per run, 16 connections
+#   DURATION=20 CONNECTIONS=32 bash bench/load.sh
+#
+# Needs oha (`cargo install oha --locked`). Prints a Markdown results table.
+set -euo pipefail
+
+export DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-16}
+# graft logs one line per review at info, as in production; the log goes to a file.
+GRAFT_LOG=${GRAFT_LOG:-info}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d /tmp/graft-load.XXXXXX)
+PORT_LIMIT=19443
+PORT_GRAFT=18443
+PORT_OPS=18080
+BODY="$ROOT/benches/fixtures/pod-create-realistic.json"
+PIDS=()
+
+cleanup() {
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+command -v oha >/dev/null || { echo "oha not found: cargo install oha --locked" >&2; exit 1; }
+
+cd "$ROOT"
+cargo build --release --quiet --bin graft --example transport_limit --example gen_policies
+BIN="$ROOT/target/release"
+"$BIN/examples/gen_policies" "$WORK/p100" 100 >/dev/null
+"$BIN/examples/gen_policies" "$WORK/p1000" 1000 >/dev/null
+
+wait_for_port() {
+    for _ in $(seq 1 100); do
+        (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on 127.0.0.1:$1" >&2
+    exit 1
+}
+
+# oha against 127.0.0.1:$1 with CA $2; extra flags after. Prints the JSON report path.
+drive() {
+    local port=$1 ca=$2 name=$3
+    shift 3
+    oha --no-tui --output-format json -z "${DURATION}s" -c "$CONNECTIONS" \
+        --cacert "$ca" -m POST -T application/json -D "$BODY" "$@" \
+        "https://127.0.0.1:$port/mutate?timeout=10s" >"$WORK/$name.json"
+    echo "$WORK/$name.json"
+}
+
+# rps p50 p99 p99.9 (ms) and non-200 count from an oha JSON report.
+summarise() {
+    jq -r '[.summary.requestsPerSec,
+            .latencyPercentiles.p50 * 1000, .latencyPercentiles.p99 * 1000,
+            .latencyPercentiles["p99.9"] * 1000,
+            ([.statusCodeDistribution | to_entries[] | select(.key != "200") | .value] | add // 0)]
+           | @tsv' "$1"
+}
+
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
+start_graft() {
+    local policies=$1 log=$2
+    RUST_LOG=$GRAFT_LOG "$BIN/graft" serve --policies "$policies" \
+        --listen "127.0.0.1:$PORT_GRAFT" --metrics-listen "127.0.0.1:$PORT_OPS" \
+        --shutdown-grace 1s >"$log" 2>&1 &
+    GRAFT_PID=$!
+    PIDS+=("$GRAFT_PID")
+    wait_for_port "$PORT_GRAFT"
+}
+
+stop() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
+     "load average $(cut -d' ' -f1-3 /proc/loadavg); ${DURATION}s per run, $CONNECTIONS connections"
+
+# 1. The transport limit. It stops by itself after the runs it is needed for.
+"$BIN/examples/transport_limit" "127.0.0.1:$PORT_LIMIT" "$WORK/limit-ca.pem" $((DURATION * 3 + 30)) &
+LIMIT_PID=$!
+PIDS+=("$LIMIT_PID")
+wait_for_port "$PORT_LIMIT"
+read -r L_RPS L_P50 L_P99 L_P999 L_ERR < <(summarise "$(drive $PORT_LIMIT "$WORK/limit-ca.pem" limit-max)")
+stop "$LIMIT_PID"
+
+# 2. graft with 100 policies: maximum throughput, then half of it.
+start_graft "$WORK/p100" "$WORK/graft100.log"
+CA="/tmp/graft-ca-$PORT_GRAFT.pem"
+read -r G_RPS G_P50 G_P99 G_P999 G_ERR < <(summarise "$(drive $PORT_GRAFT "$CA" graft-max)")
+HALF=$(awk -v r="$G_RPS" 'BEGIN {printf "%d", r / 2}')
+read -r H_RPS H_P50 H_P99 H_P999 H_ERR < <(summarise "$(drive $PORT_GRAFT "$CA" graft-half -q "$HALF" --latency-correction)")
+stop "$GRAFT_PID"
+
+# 3. graft with 1,000 policies: RSS when ready, after one run at full load, after a second.
+start_graft "$WORK/p1000" "$WORK/graft1000.log"
+sleep 1
+RSS_IDLE=$(rss_kib "$GRAFT_PID")
+read -r K_RPS K_P50 K_P99 K_P999 K_ERR < <(summarise "$(drive $PORT_GRAFT "$CA" graft1000-max)")
+RSS_LOAD1=$(rss_kib "$GRAFT_PID")
+summarise "$(drive $PORT_GRAFT "$CA" graft1000-again)" >/dev/null
+RSS_LOAD2=$(rss_kib "$GRAFT_PID")
+stop "$GRAFT_PID"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
+echo
+echo "| run | req/s | p50 ms | p99 ms | p99.9 ms | non-200 | vs transport limit |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+printf "| transport limit (constant review) | %.0f | %.3f | %.3f | %.3f | %d | 100%% |\n" "$L_RPS" "$L_P50" "$L_P99" "$L_P999" "$L_ERR"
+printf "| graft, 100 policies, max | %.0f | %.3f | %.3f | %.3f | %d | %s |\n" "$G_RPS" "$G_P50" "$G_P99" "$G_P999" "$G_ERR" "$(ratio "$G_RPS" "$L_RPS")"
+printf "| graft, 100 policies, at %d req/s (half) | %.0f | %.3f | %.3f | %.3f | %d | - |\n" "$HALF" "$H_RPS" "$H_P50" "$H_P99" "$H_P999" "$H_ERR"
+printf "| graft, 1,000 policies, max | %.0f | %.3f | %.3f | %.3f | %d | %s |\n" "$K_RPS" "$K_P50" "$K_P99" "$K_P999" "$K_ERR" "$(ratio "$K_RPS" "$L_RPS")"
+echo
+echo "| graft RSS, 1,000 policies | MiB |"
+echo "|---|---:|"
+awk -v a="$RSS_IDLE" -v b="$RSS_LOAD1" -v c="$RSS_LOAD2" 'BEGIN {
+    printf "| ready, before load | %.1f |\n| after %s s of full load | %.1f |\n| after %s s more | %.1f |\n", a / 1024, ENVIRON["DURATION"], b / 1024, ENVIRON["DURATION"], c / 1024 }'

@@ -1,0 +1,30 @@
+//! Runs N reviews of the realistic pod against a generated policy set: the driver for
+//! profiling with callgrind (instruction counts are stable on a shared machine).
+//!
+//! `cargo build --profile profiling --example review_loop`, then
+//! `valgrind --tool=callgrind target/profiling/examples/review_loop 100 2000`
+//! (policies, reviews).
+
+use std::hint::black_box;
+
+#[path = "../benches/support/policies.rs"]
+mod policies;
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let total: usize = args.next().as_deref().unwrap_or("100").parse()?;
+    let reviews: usize = args.next().as_deref().unwrap_or("1000").parse()?;
+    let dir = tempfile::tempdir()?;
+    policies::write_set(dir.path(), total)?;
+    let set = graft::policy::load_path(dir.path())
+        .map_err(|findings| anyhow::anyhow!("{findings:?}"))?
+        .set;
+    let body = policies::REALISTIC_REVIEW.as_bytes();
+    let mut bytes = 0;
+    for _ in 0..reviews {
+        let reviewed = graft::admission::review(black_box(body), &set)?;
+        bytes += black_box(reviewed.to_json()).len();
+    }
+    println!("{total} policies, {reviews} reviews, {bytes} response bytes");
+    Ok(())
+}
