@@ -15,6 +15,7 @@ use cel::common::value::Val;
 use serde_json::{Map, Number, Value};
 
 use super::ExprError;
+use super::object_parts::ObjectParts;
 use crate::k8s::MAX_STRING_BYTES;
 
 /// Deeper values are refused instead of risking the stack. Kubernetes objects
@@ -61,6 +62,42 @@ fn to_val<'a, 'o>(
             Box::new(CelMap::from(map))
         }
     })
+}
+
+/// The object with only `parts` converted, borrowing strings: the fields an expression
+/// cannot read are left out of the CEL map.
+pub fn object_parts_to_val<'a>(
+    value: &'a Value,
+    parts: ObjectParts,
+) -> Result<Box<dyn Val + 'a>, ExprError> {
+    let Value::Object(fields) = value else {
+        return json_to_val(value);
+    };
+    if parts.is_all() {
+        return json_to_val(value);
+    }
+    let string = |s: &'a str| CelString::from(s);
+    let mut map = HashMap::new();
+    for (key, item) in fields {
+        let converted = if parts.includes_whole(key) {
+            to_val(item, 1, &string)?
+        } else if key == "metadata" && parts.has_metadata_fields() {
+            let Value::Object(metadata) = item else {
+                continue;
+            };
+            let mut selected = HashMap::new();
+            for (field, inner) in metadata {
+                if parts.includes_metadata_field(field) {
+                    selected.insert(CelMapKey::String(string(field)), to_val(inner, 2, &string)?);
+                }
+            }
+            Box::new(CelMap::from(selected))
+        } else {
+            continue;
+        };
+        map.insert(CelMapKey::String(string(key)), converted);
+    }
+    Ok(Box::new(CelMap::from(map)))
 }
 
 fn number_to_val<'o>(n: &Number) -> Box<dyn Val + 'o> {

@@ -14,6 +14,7 @@
 mod convert;
 mod functions;
 pub mod limits;
+pub mod object_parts;
 pub mod template;
 #[cfg(test)]
 mod tests;
@@ -29,6 +30,7 @@ use cel::{Context, Env, Program};
 use serde_json::Value;
 
 pub use convert::MAX_DEPTH;
+pub use object_parts::ObjectParts;
 
 /// Why an expression could not be compiled or evaluated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -49,6 +51,8 @@ pub struct Needs {
     pub request: bool,
     pub params: bool,
     pub variables: bool,
+    /// Which parts of `object` are read, when `object` is.
+    pub object_parts: ObjectParts,
 }
 
 impl Needs {
@@ -59,13 +63,20 @@ impl Needs {
             request: self.request || other.request,
             params: self.params || other.params,
             variables: self.variables || other.variables,
+            object_parts: self.object_parts.union(other.object_parts),
         }
     }
 
     fn of(program: &Program) -> Needs {
         let references = program.references();
+        let object = references.has_variable("object");
         Needs {
-            object: references.has_variable("object"),
+            object,
+            object_parts: if object {
+                object_parts::analyse(program.expression())
+            } else {
+                ObjectParts::default()
+            },
             old_object: references.has_variable("oldObject"),
             request: references.has_variable("request"),
             params: references.has_variable("params"),
@@ -153,6 +164,8 @@ type Lazy<'a> = OnceLock<Result<Box<dyn Val + 'a>, ExprError>>;
 /// lets the converted values live as long as the scope.
 struct Vars<'a> {
     bindings: Bindings<'a>,
+    /// The parts of `object` this scope converts: all its expressions read no more.
+    object_parts: ObjectParts,
     object: Lazy<'a>,
     old_object: Lazy<'a>,
     request: Lazy<'a>,
@@ -170,6 +183,12 @@ impl<'a> Scope<'a> {
         let scope = Scope {
             vars: Vars {
                 bindings,
+                // Without declared needs, `object` is converted whole on first use.
+                object_parts: if needs.object {
+                    needs.object_parts
+                } else {
+                    ObjectParts::ALL
+                },
                 object: OnceLock::new(),
                 old_object: OnceLock::new(),
                 request: OnceLock::new(),
@@ -222,8 +241,17 @@ impl<'a> Scope<'a> {
 impl<'a> Vars<'a> {
     /// Converts what `needs` names, failing with the first conversion error.
     fn prepare(&self, needs: Needs) -> Result<(), ExprError> {
+        if needs.object {
+            if !self.object_parts.covers(needs.object_parts) {
+                return Err(ExprError::Evaluate(
+                    "the expression reads parts of object its scope did not declare".to_string(),
+                ));
+            }
+            if let Err(error) = self.object.get_or_init(|| self.convert_object()) {
+                return Err(error.clone());
+            }
+        }
         let wanted = [
-            (needs.object, &self.object, Some(self.bindings.object)),
             (needs.old_object, &self.old_object, self.bindings.old_object),
             (needs.request, &self.request, Some(self.bindings.request)),
             (needs.params, &self.params, Some(self.bindings.params)),
@@ -239,6 +267,10 @@ impl<'a> Vars<'a> {
             Some(error) if needs.variables => Err(error.clone()),
             _ => Ok(()),
         }
+    }
+
+    fn convert_object(&self) -> Result<Box<dyn Val + 'a>, ExprError> {
+        convert::object_parts_to_val(self.bindings.object, self.object_parts)
     }
 
     fn lookup<'b>(&'b self, cell: &'b Lazy<'a>, json: Option<&'a Value>) -> Option<CowVal<'b, 'b>> {
@@ -258,7 +290,10 @@ fn convert(json: Option<&Value>) -> Result<Box<dyn Val + '_>, ExprError> {
 impl VariableResolver for Vars<'_> {
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
         match variable {
-            "object" => self.lookup(&self.object, Some(self.bindings.object)),
+            "object" => {
+                let value = self.object.get_or_init(|| self.convert_object()).as_ref().ok()?;
+                Some(CowVal::Borrowed(value.as_ref()))
+            }
             "oldObject" => self.lookup(&self.old_object, self.bindings.old_object),
             "request" => self.lookup(&self.request, Some(self.bindings.request)),
             "params" => self.lookup(&self.params, Some(self.bindings.params)),

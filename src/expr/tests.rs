@@ -98,6 +98,7 @@ fn needs_follow_references() {
         Ok(Needs {
             object: true,
             request: true,
+            object_parts: crate::expr::ObjectParts::metadata("name"),
             ..Needs::default()
         })
     );
@@ -468,6 +469,8 @@ fn template_needs_are_the_union() {
         Needs {
             object: true,
             params: true,
+            // `a` is no field graft tracks one by one: the whole object is converted.
+            object_parts: crate::expr::ObjectParts::ALL,
             ..Needs::default()
         }
     );
