@@ -252,3 +252,31 @@ fn exclude_with_cel_and_match_cel() {
     one["spec"]["containers"] = json!([{"name": "app"}]);
     assert!(evaluate(policies, one).policies.is_empty());
 }
+
+#[test]
+fn a_policy_that_matches_what_a_later_policy_wrote_gets_another_look() {
+    // `a-reads` runs first and matches only once `b-writes` has added the label.
+    let policies = policy(
+        "a-reads",
+        "",
+        "    - set: {path: \"$.metadata.labels.seen\", value: \"yes\"}\n",
+    )
+    .replace(
+        "    resources: [pods]\n",
+        "    resources: [pods]\n    labels: {tier: gpu}\n",
+    ) + &policy(
+        "b-writes",
+        "",
+        "    - set: {path: \"$.metadata.labels.tier\", value: gpu}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let mutated = evaluation.mutated.clone().unwrap();
+    assert_eq!(mutated["metadata"]["labels"]["seen"], "yes");
+    assert_eq!(
+        evaluation.audit_annotations["mutated-by"],
+        "b-writes,a-reads"
+    );
+    // And so a second review of the output changes nothing.
+    let again = evaluate(&policies, mutated);
+    assert!(again.patch.0.is_empty(), "{:?}", again.patch);
+}

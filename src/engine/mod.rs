@@ -15,12 +15,16 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::admission::AdmissionRequest;
-use crate::policy::PolicySet;
 use crate::policy::compiled::Operation;
 use crate::policy::model::FailurePolicy;
+use crate::policy::{CompiledPolicy, PolicySet};
 
 use matching::RequestFacts;
 use run::{PolicyRun, run_policy};
+
+/// Most passes over the candidates; later passes only look at policies that have not
+/// matched yet and have not seen the latest change.
+pub const MAX_PASSES: usize = 3;
 
 /// Longest warning text: the apiserver and kubectl show warnings on one line.
 pub const MAX_WARNING_CHARS: usize = 120;
@@ -111,10 +115,10 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
         return evaluation;
     };
     let facts = RequestFacts::of(request, operation);
-    let mut candidates = policies
+    let candidates: Vec<&CompiledPolicy> = policies
         .candidates(facts.resource, facts.subresource, operation)
-        .peekable();
-    if candidates.peek().is_none() {
+        .collect();
+    if candidates.is_empty() {
         return evaluation;
     }
     // DELETE carries only oldObject: policies can match on it but not mutate it.
@@ -128,56 +132,78 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
     let mut current: Option<Value> = None;
     let mut audited = BTreeMap::new();
 
-    for policy in candidates {
-        let outcome = run_policy(
-            policy,
-            &facts,
-            request,
-            &request_binding,
-            original,
-            &mut current,
-            mutable,
-        );
-        let result = match outcome {
-            PolicyRun::NotMatched => continue,
-            PolicyRun::Applied => PolicyResult::Applied,
-            PolicyRun::Unchanged => PolicyResult::Unchanged,
-            PolicyRun::Audited(patch) => {
-                audited.insert(policy.name.clone(), patch.clone());
-                evaluation.warnings.push(truncate(format!(
-                    "graft: audit: policy {} would apply {} patch operation(s)",
-                    policy.name,
-                    patch.0.len()
-                )));
-                PolicyResult::Audited { patch }
+    // A policy that did not match may match what a later policy wrote. Like the
+    // apiserver's reinvocation, such policies get another look, so one review reaches
+    // the state a second review would: `version` counts changes, `seen[i]` is the
+    // version policy i last looked at, and a policy that matched once is done.
+    let mut version = 0usize;
+    let mut seen: Vec<Option<usize>> = vec![None; candidates.len()];
+    let mut done = vec![false; candidates.len()];
+    for _pass in 0..MAX_PASSES {
+        let mut looked = false;
+        for (i, policy) in candidates.iter().enumerate() {
+            if done[i] || seen[i].is_some_and(|v| v == version) {
+                continue;
             }
-            PolicyRun::Failed(failure) => {
-                let reason = failure.to_string();
-                match policy.failure_policy {
-                    FailurePolicy::Fail => {
-                        evaluation.outcome = Outcome::Denied {
-                            message: format!("graft: policy {}: {reason}", policy.name),
-                        };
-                        evaluation.policies.push(PolicyReport {
-                            policy: policy.name.clone(),
-                            result: PolicyResult::Failed { reason },
-                        });
-                        return evaluation;
-                    }
-                    FailurePolicy::Ignore => {
-                        evaluation.warnings.push(truncate(format!(
-                            "graft: policy {} skipped: {reason}",
-                            policy.name
-                        )));
-                        PolicyResult::Ignored { reason }
+            looked = true;
+            seen[i] = Some(version);
+            let outcome = run_policy(
+                policy,
+                &facts,
+                request,
+                &request_binding,
+                original,
+                &mut current,
+                mutable,
+            );
+            let result = match outcome {
+                PolicyRun::NotMatched => continue,
+                PolicyRun::Applied => {
+                    version += 1;
+                    PolicyResult::Applied
+                }
+                PolicyRun::Unchanged => PolicyResult::Unchanged,
+                PolicyRun::Audited(patch) => {
+                    audited.insert(policy.name.clone(), patch.clone());
+                    evaluation.warnings.push(truncate(format!(
+                        "graft: audit: policy {} would apply {} patch operation(s)",
+                        policy.name,
+                        patch.0.len()
+                    )));
+                    PolicyResult::Audited { patch }
+                }
+                PolicyRun::Failed(failure) => {
+                    let reason = failure.to_string();
+                    match policy.failure_policy {
+                        FailurePolicy::Fail => {
+                            evaluation.outcome = Outcome::Denied {
+                                message: format!("graft: policy {}: {reason}", policy.name),
+                            };
+                            evaluation.policies.push(PolicyReport {
+                                policy: policy.name.clone(),
+                                result: PolicyResult::Failed { reason },
+                            });
+                            return evaluation;
+                        }
+                        FailurePolicy::Ignore => {
+                            evaluation.warnings.push(truncate(format!(
+                                "graft: policy {} skipped: {reason}",
+                                policy.name
+                            )));
+                            PolicyResult::Ignored { reason }
+                        }
                     }
                 }
-            }
-        };
-        evaluation.policies.push(PolicyReport {
-            policy: policy.name.clone(),
-            result,
-        });
+            };
+            done[i] = true;
+            evaluation.policies.push(PolicyReport {
+                policy: policy.name.clone(),
+                result,
+            });
+        }
+        if !looked {
+            break;
+        }
     }
 
     let applied: Vec<&str> = evaluation.applied().collect();

@@ -291,7 +291,11 @@ impl VariableResolver for Vars<'_> {
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
         match variable {
             "object" => {
-                let value = self.object.get_or_init(|| self.convert_object()).as_ref().ok()?;
+                let value = self
+                    .object
+                    .get_or_init(|| self.convert_object())
+                    .as_ref()
+                    .ok()?;
                 Some(CowVal::Borrowed(value.as_ref()))
             }
             "oldObject" => self.lookup(&self.old_object, self.bindings.old_object),

@@ -157,8 +157,12 @@ fn field_access(node: &IdedExpr) -> Option<(&IdedExpr, &str, Vec<&IdedExpr>)> {
         Expr::Call(call)
             if call.target.is_none()
                 && call.args.len() == 2
-                && [operators::OPT_SELECT, operators::INDEX, operators::OPT_INDEX]
-                    .contains(&call.func_name.as_str()) =>
+                && [
+                    operators::OPT_SELECT,
+                    operators::INDEX,
+                    operators::OPT_INDEX,
+                ]
+                .contains(&call.func_name.as_str()) =>
         {
             match &call.args[1].expr {
                 Expr::Literal(LiteralValue::String(field)) => {
@@ -230,7 +234,9 @@ mod tests {
         assert!(!status.includes_whole("spec"));
 
         let ordinal = parts("podOrdinal(object) % 2 == 0");
-        assert!(ordinal.includes_metadata_field("labels") && ordinal.includes_metadata_field("name"));
+        assert!(
+            ordinal.includes_metadata_field("labels") && ordinal.includes_metadata_field("name")
+        );
         assert!(!ordinal.is_all());
 
         assert!(parts("object.metadata.managedFields.size() > 0").includes_whole("metadata"));
