@@ -121,34 +121,107 @@ fn path() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Keys of `list` a policy may write when policies own disjoint keys: every third one,
+/// starting at the policy's index.
+fn owned(list: &'static [&'static str], owner: usize) -> Vec<&'static str> {
+    list.iter().skip(owner % 3).step_by(3).copied().collect()
+}
+
+/// A location to write: anywhere (`owner` None), or only under keys the policy owns,
+/// so that policies never write each other's locations.
+fn write_path(owner: Option<usize>) -> BoxedStrategy<String> {
+    let Some(owner) = owner else {
+        return path().boxed();
+    };
+    let first = prop::sample::select(owned(KEYS, owner));
+    let spec = (first, prop::collection::vec(key(), 0..3)).prop_map(|(first, rest)| {
+        let mut path = format!("$['spec']['{first}']");
+        for key in rest {
+            path.push_str(&format!("['{key}']"));
+        }
+        path
+    });
+    let label = prop::sample::select(owned(LABEL_KEYS, owner));
+    prop_oneof![
+        spec,
+        label
+            .clone()
+            .prop_map(|k| format!("$.metadata.labels['{k}']")),
+        label.prop_map(|k| format!("$.metadata.annotations['{k}']")),
+    ]
+    .boxed()
+}
+
+/// A key directly under `spec`, as `write_path`.
+fn spec_key(owner: Option<usize>) -> BoxedStrategy<String> {
+    match owner {
+        Some(owner) => prop::sample::select(owned(KEYS, owner))
+            .prop_map(str::to_string)
+            .boxed(),
+        None => key().boxed(),
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Edit {
     Set(String, Value),
-    Merge(Option<String>, Value),
+    Merge(String, Value),
+    /// A merge at the root: `{spec: {KEY: VALUE}}`.
+    MergeRoot(String, Value),
     Remove(String),
+    /// Raw RFC 6902 operations.
+    JsonPatch(Vec<Value>),
 }
 
 impl Edit {
     fn to_json(&self) -> Value {
         match self {
             Edit::Set(path, value) => json!({"set": {"path": path, "value": value}}),
-            Edit::Merge(Some(path), value) => json!({"merge": {"path": path, "value": value}}),
-            Edit::Merge(None, value) => json!({"merge": {"value": {"spec": value}}}),
+            Edit::Merge(path, value) => json!({"merge": {"path": path, "value": value}}),
+            Edit::MergeRoot(key, value) => json!({"merge": {"value": {"spec": {key: value}}}}),
             Edit::Remove(path) => json!({"remove": {"path": path}}),
+            Edit::JsonPatch(operations) => json!({"jsonPatch": operations}),
         }
     }
 }
 
 /// Set and merge of literals: idempotent by construction.
-fn literal_edit() -> impl Strategy<Value = Edit> {
+fn literal_edit(owner: Option<usize>) -> BoxedStrategy<Edit> {
     prop_oneof![
-        (path(), literal()).prop_map(|(p, v)| Edit::Set(p, v)),
-        (prop::option::of(path()), literal()).prop_map(|(p, v)| Edit::Merge(p, v)),
+        (write_path(owner), literal()).prop_map(|(p, v)| Edit::Set(p, v)),
+        (write_path(owner), literal()).prop_map(|(p, v)| Edit::Merge(p, v)),
+        (spec_key(owner), literal()).prop_map(|(k, v)| Edit::MergeRoot(k, v)),
     ]
+    .boxed()
 }
 
-fn any_edit() -> impl Strategy<Value = Edit> {
-    prop_oneof![3 => literal_edit(), 1 => path().prop_map(Edit::Remove)]
+/// Any edit, anywhere: removes, and raw operations that may fail.
+fn any_edit(_owner: Option<usize>) -> BoxedStrategy<Edit> {
+    prop_oneof![
+        3 => literal_edit(None),
+        1 => path().prop_map(Edit::Remove),
+        1 => prop::collection::vec(json_patch_operation(), 1..3).prop_map(Edit::JsonPatch),
+    ]
+    .boxed()
+}
+
+/// A raw operation on labels, annotations or a key under `spec`; it may fail to apply
+/// (a missing parent or key), which fails the policy.
+fn json_patch_operation() -> impl Strategy<Value = Value> {
+    let escape = |key: &str| key.replace('~', "~0").replace('/', "~1");
+    let label = prop::sample::select(LABEL_KEYS)
+        .prop_map(move |k| format!("/metadata/labels/{}", escape(k)));
+    let spec_key = key().prop_map(move |k| format!("/spec/{}", escape(&k)));
+    let location = prop_oneof![label, spec_key];
+    prop_oneof![
+        (location.clone(), literal())
+            .prop_map(|(path, value)| { json!({"op": "add", "path": path, "value": value}) }),
+        location
+            .clone()
+            .prop_map(|path| json!({"op": "remove", "path": path})),
+        (location.clone(), location)
+            .prop_map(|(from, path)| { json!({"op": "move", "from": from, "path": path}) }),
+    ]
 }
 
 /// One policy document: match on pods, optional label and field tests, the edits.
@@ -172,14 +245,26 @@ fn policy(name: &str, edits: &[Edit], labels: &Map<String, Value>, exists: Optio
     })
 }
 
-/// A set of one to three policies, as the YAML stream a ConfigMap would hold (JSON is YAML).
-fn policy_text(edit: BoxedStrategy<Edit>) -> impl Strategy<Value = String> {
-    let one = (
-        prop::collection::vec(edit, 1..4),
-        labels(),
-        prop::option::of(path()),
-    );
-    prop::collection::vec(one, 1..4).prop_map(|policies| {
+/// A set of one to three policies, as the YAML stream a ConfigMap would hold (JSON is
+/// YAML). With `owned`, each policy writes only keys it owns; matchers and field tests
+/// still look at any key, so a policy may depend on what another one writes.
+fn policy_text(
+    edit: fn(Option<usize>) -> BoxedStrategy<Edit>,
+    owned: bool,
+) -> impl Strategy<Value = String> {
+    let one = |i: usize| {
+        (
+            prop::collection::vec(edit(owned.then_some(i)), 1..4),
+            labels(),
+            prop::option::of(path()),
+        )
+    };
+    prop_oneof![
+        one(0).prop_map(|p| vec![p]),
+        (one(0), one(1)).prop_map(|(a, b)| vec![a, b]),
+        (one(0), one(1), one(2)).prop_map(|(a, b, c)| vec![a, b, c]),
+    ]
+    .prop_map(|policies| {
         policies
             .iter()
             .enumerate()
@@ -304,10 +389,13 @@ fn pod_request(object: Value, namespace: &str) -> AdmissionRequest {
 proptest! {
     #![proptest_config(config(96))]
 
-    /// Set and merge of literals: the patch applies, and the second pass is empty.
+    /// Set and merge of literals by policies that do not write each other's locations
+    /// (one may match on what another writes, or fail until another has written): the
+    /// patch applies, and the second pass is empty. Policies that write the same
+    /// location differently depend on their order, and no order is a fixpoint for them.
     #[test]
     fn literal_policies_converge_in_one_pass(
-        text in policy_text(literal_edit().boxed()),
+        text in policy_text(literal_edit, true),
         object in object(),
     ) {
         let set = load(&text)?;
@@ -320,13 +408,27 @@ proptest! {
     /// in both AdmissionReview versions.
     #[test]
     fn any_policy_gives_an_applicable_patch(
-        text in policy_text(any_edit().boxed()),
+        text in policy_text(any_edit, false),
         object in object(),
         v1 in any::<bool>(),
     ) {
         let set = load(&text)?;
         let version = if v1 { admission::API_VERSION_V1 } else { admission::API_VERSION_V1BETA1 };
         reviewed(&set, &object, version)?;
+    }
+
+    /// The engine diffs only the subtrees policies wrote under; the result is exactly
+    /// the full `json_patch::diff` of the original and the mutated object.
+    #[test]
+    fn the_patch_is_the_full_diff(
+        text in policy_text(any_edit, false),
+        object in object(),
+    ) {
+        let set = load(&text)?;
+        let request = pod_request(object.clone(), "ns");
+        let evaluation = graft::engine::evaluate(&request, &set);
+        let mutated = evaluation.mutated.as_ref().unwrap_or(&object);
+        prop_assert_eq!(&evaluation.patch, &json_patch::diff(&object, mutated));
     }
 }
 

@@ -125,3 +125,54 @@ fn a_merge_that_replaces_a_scalar_with_a_map_drops_its_null_fields() {
     );
     assert_eq!(stored["spec"]["a"], json!({"b": 1}));
 }
+
+/// Found by `any_policy_gives_an_applicable_patch`: RFC 6902 allows `"value": null`,
+/// but the policy model read an explicit null as an absent value and refused the
+/// operation with "missing field `value`".
+#[test]
+fn a_raw_add_of_null_is_a_valid_operation() {
+    let set = load(json!([{"jsonPatch": [{"op": "add", "path": "/spec/x", "value": null}]}]));
+    let stored = check_converges(&set, json!({"metadata": {"name": "p"}, "spec": {}}));
+    assert_eq!(stored["spec"], json!({"x": null}));
+}
+
+/// Found by `literal_policies_converge_in_one_pass`: a policy that failed under
+/// `Ignore` because the object was not yet as it needed (here `spec` a string) was not
+/// run again after a later policy made it so; the second review then applied it.
+#[test]
+fn an_ignored_policy_gets_another_look_after_a_later_change() {
+    let text = [
+        json!({"apiVersion": "graft.dev/v1alpha1", "kind": "MutationPolicy",
+            "metadata": {"name": "p0"},
+            "spec": {"failurePolicy": "Ignore",
+                "match": {"resources": ["pods"], "operations": ["CREATE"]},
+                "mutations": [{"set": {"path": "$.spec.a", "value": 1}}]}}),
+        json!({"apiVersion": "graft.dev/v1alpha1", "kind": "MutationPolicy",
+            "metadata": {"name": "p1"},
+            "spec": {"failurePolicy": "Ignore",
+                "match": {"resources": ["pods"], "operations": ["CREATE"]},
+                "mutations": [{"merge": {"value": {"spec": {"b": 2}}}}]}}),
+    ]
+    .map(|policy| policy.to_string())
+    .join("\n---\n");
+    let set = match graft::policy::load_str(Path::new("regression.yaml"), &text) {
+        Ok(loaded) => loaded.set,
+        Err(findings) => panic!("{findings:?}"),
+    };
+    let stored = check_converges(&set, json!({"metadata": {"name": "p"}, "spec": "text"}));
+    assert_eq!(stored["spec"], json!({"a": 1, "b": 2}));
+
+    let request = graft::offline::request_for(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": "text"}),
+        &graft::offline::RequestOptions::default(),
+        "u-2",
+    );
+    let evaluation = graft::engine::evaluate(&request, &set);
+    let results: Vec<(&str, &str)> = evaluation
+        .policies
+        .iter()
+        .map(|report| (report.policy.as_str(), report.result.label()))
+        .collect();
+    assert_eq!(results, [("p0", "applied"), ("p1", "applied")]);
+    assert!(evaluation.warnings.is_empty(), "{:?}", evaluation.warnings);
+}

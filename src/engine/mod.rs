@@ -3,12 +3,14 @@
 //! For each candidate policy, in order: match against the object as the previous
 //! policies left it, evaluate the policy's expressions (phase 1, read-only), apply
 //! its mutations (phase 2), and keep or roll back the change. The patch is
-//! `json_patch::diff(original, mutated)`, never assembled by hand.
+//! `json_patch::diff(original, mutated)` (taken over the subtrees policies wrote under,
+//! see `touched`), never assembled by hand.
 
 pub mod edit;
 pub mod matching;
 pub mod path;
 mod run;
+mod touched;
 
 use std::collections::BTreeMap;
 
@@ -20,7 +22,8 @@ use crate::policy::model::FailurePolicy;
 use crate::policy::{CompiledPolicy, PolicySet};
 
 use matching::RequestFacts;
-use run::{PolicyRun, run_policy};
+use run::{PolicyRun, WorkingCopy, run_policy};
+use touched::Touched;
 
 /// Most passes over the candidates; later passes only look at policies that have not
 /// matched yet and have not seen the latest change.
@@ -125,20 +128,27 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
     let Some(original) = request.object.as_ref().or(request.old_object.as_ref()) else {
         return evaluation;
     };
-    let mutable = request.object.is_some();
     // Built on first use: most policies use no CEL, and then no review pays for it.
     let request_binding = std::cell::OnceCell::new();
-    // The working copy is made only once a policy matches.
-    let mut current: Option<Value> = None;
+    let mut working = WorkingCopy {
+        original,
+        current: None,
+        touched: Touched::new(),
+        mutable: request.object.is_some(),
+    };
     let mut audited = BTreeMap::new();
 
-    // A policy that did not match may match what a later policy wrote. Like the
-    // apiserver's reinvocation, such policies get another look, so one review reaches
-    // the state a second review would: `version` counts changes, `seen[i]` is the
-    // version policy i last looked at, and a policy that matched once is done.
+    // A policy that did not match may match what a later policy wrote, and one that
+    // failed under `Ignore` (leaving no trace) may succeed on it. Like the apiserver's
+    // reinvocation, such policies get another look, so one review reaches the state a
+    // second review would: `version` counts changes, `seen[i]` is the version policy i
+    // last looked at, and a policy that matched and did not fail is done.
     let mut version = 0usize;
     let mut seen: Vec<Option<usize>> = vec![None; candidates.len()];
     let mut done = vec![false; candidates.len()];
+    // One entry per policy that matched, in the order they first matched; a retried
+    // policy's later result replaces its earlier one.
+    let mut entries: Vec<Entry> = Vec::new();
     for _pass in 0..MAX_PASSES {
         let mut looked = false;
         for (i, policy) in candidates.iter().enumerate() {
@@ -147,30 +157,22 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
             }
             looked = true;
             seen[i] = Some(version);
-            let outcome = run_policy(
-                policy,
-                &facts,
-                request,
-                &request_binding,
-                original,
-                &mut current,
-                mutable,
-            );
-            let result = match outcome {
+            let outcome = run_policy(policy, &facts, request, &request_binding, &mut working);
+            let (result, warning) = match outcome {
                 PolicyRun::NotMatched => continue,
                 PolicyRun::Applied => {
                     version += 1;
-                    PolicyResult::Applied
+                    (PolicyResult::Applied, None)
                 }
-                PolicyRun::Unchanged => PolicyResult::Unchanged,
+                PolicyRun::Unchanged => (PolicyResult::Unchanged, None),
                 PolicyRun::Audited(patch) => {
                     audited.insert(policy.name.clone(), patch.clone());
-                    evaluation.warnings.push(truncate(format!(
+                    let warning = format!(
                         "graft: audit: policy {} would apply {} patch operation(s)",
                         policy.name,
                         patch.0.len()
-                    )));
-                    PolicyResult::Audited { patch }
+                    );
+                    (PolicyResult::Audited { patch }, Some(warning))
                 }
                 PolicyRun::Failed(failure) => {
                     let reason = failure.to_string();
@@ -179,32 +181,26 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
                             evaluation.outcome = Outcome::Denied {
                                 message: format!("graft: policy {}: {reason}", policy.name),
                             };
-                            evaluation.policies.push(PolicyReport {
-                                policy: policy.name.clone(),
-                                result: PolicyResult::Failed { reason },
-                            });
+                            record(&mut entries, i, PolicyResult::Failed { reason }, None);
+                            report(&mut evaluation, &candidates, entries);
                             return evaluation;
                         }
                         FailurePolicy::Ignore => {
-                            evaluation.warnings.push(truncate(format!(
-                                "graft: policy {} skipped: {reason}",
-                                policy.name
-                            )));
-                            PolicyResult::Ignored { reason }
+                            let warning =
+                                format!("graft: policy {} skipped: {reason}", policy.name);
+                            (PolicyResult::Ignored { reason }, Some(warning))
                         }
                     }
                 }
             };
-            done[i] = true;
-            evaluation.policies.push(PolicyReport {
-                policy: policy.name.clone(),
-                result,
-            });
+            done[i] = !matches!(result, PolicyResult::Ignored { .. });
+            record(&mut entries, i, result, warning);
         }
         if !looked {
             break;
         }
     }
+    report(&mut evaluation, &candidates, entries);
 
     let applied: Vec<&str> = evaluation.applied().collect();
     if !applied.is_empty() {
@@ -220,13 +216,49 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
             .audit_annotations
             .insert("audit-patches".to_string(), json);
     }
-    if let Some(mutated) = current {
-        evaluation.patch = json_patch::diff(original, &mutated);
+    if let Some(mutated) = working.current {
+        evaluation.patch = working.touched.diff(original, &mutated);
         if !evaluation.patch.0.is_empty() {
             evaluation.mutated = Some(mutated);
         }
     }
     evaluation
+}
+
+/// What one matched policy did, and the warning it adds to the response.
+struct Entry {
+    candidate: usize,
+    result: PolicyResult,
+    warning: Option<String>,
+}
+
+fn record(
+    entries: &mut Vec<Entry>,
+    candidate: usize,
+    result: PolicyResult,
+    warning: Option<String>,
+) {
+    let entry = Entry {
+        candidate,
+        result,
+        warning,
+    };
+    match entries.iter_mut().find(|e| e.candidate == candidate) {
+        Some(earlier) => *earlier = entry,
+        None => entries.push(entry),
+    }
+}
+
+fn report(evaluation: &mut Evaluation, candidates: &[&CompiledPolicy], entries: Vec<Entry>) {
+    for entry in entries {
+        if let Some(warning) = entry.warning {
+            evaluation.warnings.push(truncate(warning));
+        }
+        evaluation.policies.push(PolicyReport {
+            policy: candidates[entry.candidate].name.clone(),
+            result: entry.result,
+        });
+    }
 }
 
 /// Cuts a warning to [`MAX_WARNING_CHARS`] characters, marking the cut.

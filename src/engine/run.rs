@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::edit::Editor;
 use super::matching::{RequestFacts, declarative_match};
+use super::touched::Touched;
 use crate::admission::AdmissionRequest;
 use crate::expr::{Bindings, Expression, Scope};
 use crate::policy::compiled::{CompiledPolicy, MutationKind, ValueSource};
@@ -64,17 +65,33 @@ struct Planned<'p> {
     value: Option<Value>,
 }
 
-/// Matches, evaluates and applies one policy. `current` is the working copy (made
-/// from `original` on first change); it is left as it was when the policy fails.
+/// The object under evaluation: the request's, and the working copy policies edit.
+pub struct WorkingCopy<'a> {
+    pub original: &'a Value,
+    /// Made from `original` on the first change.
+    pub current: Option<Value>,
+    /// Every location written so far.
+    pub touched: Touched,
+    /// False for DELETE, whose oldObject policies may match on but not change.
+    pub mutable: bool,
+}
+
+/// Matches, evaluates and applies one policy. The working copy is left as it was when
+/// the policy fails.
 pub fn run_policy(
     policy: &CompiledPolicy,
     facts: &RequestFacts<'_>,
     request: &AdmissionRequest,
     request_binding: &OnceCell<Value>,
-    original: &Value,
-    current: &mut Option<Value>,
-    mutable: bool,
+    working: &mut WorkingCopy<'_>,
 ) -> PolicyRun {
+    let WorkingCopy {
+        original,
+        current,
+        touched,
+        mutable,
+    } = working;
+    let (original, mutable) = (*original, *mutable);
     let view = current.as_ref().unwrap_or(original);
     if !declarative_match(&policy.matcher, facts, view) {
         return PolicyRun::NotMatched;
@@ -118,7 +135,7 @@ pub fn run_policy(
     let protected_before = protected_values(document);
     let undoable = audit || policy.failure_policy == FailurePolicy::Ignore;
     let mut editor = Editor::new(document, undoable);
-    if let Err(error) = apply(&mut editor, plan) {
+    if let Err(error) = apply(&mut editor, plan, touched) {
         editor.rollback();
         return PolicyRun::Failed(error);
     }
@@ -133,7 +150,7 @@ pub fn run_policy(
     if audit {
         let patch = before
             .as_ref()
-            .map(|before| json_patch::diff(before, editor.document()))
+            .map(|before| touched.diff(before, editor.document()))
             .unwrap_or_default();
         editor.rollback();
         return if patch.0.is_empty() {
@@ -230,12 +247,17 @@ fn condition_holds(
         .map_err(|e| failure(field, e))
 }
 
-fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure> {
+fn apply(
+    editor: &mut Editor<'_>,
+    plan: Vec<Planned<'_>>,
+    touched: &mut Touched,
+) -> Result<(), Failure> {
     for planned in plan {
         let field = planned.field;
         match (planned.kind, planned.value) {
             (MutationKind::Set { path, .. }, Some(value)) => {
                 for location in path.write_locations(editor.document()) {
+                    touched.record(&location);
                     editor
                         .set(&location, value.clone())
                         .map_err(|e| failure(format!("{field}.path"), e))?;
@@ -247,6 +269,7 @@ fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure>
                     Some(path) => path.write_locations(editor.document()),
                 };
                 for location in locations {
+                    touched.record_merge(&location, &value);
                     editor
                         .merge(&location, value.clone())
                         .map_err(|e| failure(format!("{field}.value"), e))?;
@@ -255,10 +278,14 @@ fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure>
             (MutationKind::Remove { path }, _) => {
                 // Later locations first, so list indices stay valid while removing.
                 for location in path.locations(editor.document()).iter().rev() {
+                    touched.record(location);
                     editor.remove(location);
                 }
             }
             (MutationKind::JsonPatch(patch), _) => {
+                for operation in &patch.0 {
+                    touched.record_operation(operation);
+                }
                 editor.json_patch(patch).map_err(|e| failure(field, e))?;
             }
             (MutationKind::Set { .. } | MutationKind::Merge { .. }, None) => {}

@@ -243,6 +243,18 @@ pub struct JsonPatchOperation {
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `Some(Null)` for an explicit `value: null`, which RFC 6902 allows; `None` when absent.
+    #[serde(
+        default,
+        deserialize_with = "present_value",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub value: Option<Value>,
+}
+
+/// Keeps an explicit null as `Some(Null)`: a plain `Option<Value>` reads it as absent.
+fn present_value<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(deserializer).map(Some)
 }
