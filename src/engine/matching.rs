@@ -38,6 +38,12 @@ pub fn declarative_match(
     facts: &RequestFacts<'_>,
     object: &Value,
 ) -> bool {
+    request_matches(conditions, facts) && object_matches(conditions, object)
+}
+
+/// The conditions on the request itself (resource, operation, namespace), which no
+/// policy's change to the object can alter.
+pub fn request_matches(conditions: &Conditions, facts: &RequestFacts<'_>) -> bool {
     let resource_ok = conditions.resources.is_empty()
         || conditions.resources.iter().any(|rule| {
             rule.matches(
@@ -54,10 +60,14 @@ pub fn declarative_match(
                 .namespaces
                 .iter()
                 .any(|pattern| pattern.matches(facts.namespace)))
-        // The maps are looked up only when a selector needs them: with hundreds of
-        // candidate policies, most of them have no annotation selector.
-        && (conditions.labels.is_empty()
-            || selector_matches(&conditions.labels, metadata_map(object, "labels")))
+}
+
+/// The conditions on the object: selectors and field tests.
+pub fn object_matches(conditions: &Conditions, object: &Value) -> bool {
+    // The maps are looked up only when a selector needs them: with hundreds of
+    // candidate policies, most of them have no annotation selector.
+    (conditions.labels.is_empty()
+        || selector_matches(&conditions.labels, metadata_map(object, "labels")))
         && (conditions.annotations.is_empty()
             || selector_matches(&conditions.annotations, metadata_map(object, "annotations")))
         && conditions

@@ -159,6 +159,10 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
             seen[i] = Some(version);
             let outcome = run_policy(policy, &facts, request, &request_binding, &mut working);
             let (result, warning) = match outcome {
+                PolicyRun::NotForRequest => {
+                    done[i] = true;
+                    continue;
+                }
                 PolicyRun::NotMatched => continue,
                 PolicyRun::Applied => {
                     version += 1;

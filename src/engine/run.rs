@@ -6,7 +6,7 @@ use std::fmt;
 use serde_json::{Value, json};
 
 use super::edit::Editor;
-use super::matching::{RequestFacts, declarative_match};
+use super::matching::{RequestFacts, declarative_match, object_matches, request_matches};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
 use crate::expr::{Bindings, Expression, Scope};
@@ -16,6 +16,10 @@ use crate::policy::model::{FailurePolicy, Mode};
 /// What running one policy did.
 #[derive(Debug)]
 pub enum PolicyRun {
+    /// The request itself (resource, operation, namespace) is not the policy's: no
+    /// change to the object can make it match.
+    NotForRequest,
+    /// The object does not match, as it is now.
     NotMatched,
     Applied,
     Unchanged,
@@ -93,7 +97,10 @@ pub fn run_policy(
     } = working;
     let (original, mutable) = (*original, *mutable);
     let view = current.as_ref().unwrap_or(original);
-    if !declarative_match(&policy.matcher, facts, view) {
+    if !request_matches(&policy.matcher, facts) {
+        return PolicyRun::NotForRequest;
+    }
+    if !object_matches(&policy.matcher, view) {
         return PolicyRun::NotMatched;
     }
     // An exclude block holds when all its conditions do; its CEL part, if any, is
