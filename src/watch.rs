@@ -29,6 +29,7 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
 
@@ -282,6 +283,7 @@ where
 fn event_handler(sender: mpsc::Sender<()>) -> impl notify::EventHandler {
     move |event: notify::Result<notify::Event>| {
         match event {
+            Ok(event) if !is_change(&event.kind) => return,
             Ok(event) => tracing::trace!(kind = ?event.kind, paths = ?event.paths, "file event"),
             // An error may mean missed events: treat it as a change so the consumer re-reads.
             Err(error) => tracing::warn!(%error, "file watcher error"),
@@ -291,9 +293,46 @@ fn event_handler(sender: mpsc::Sender<()>) -> impl notify::EventHandler {
     }
 }
 
+/// Whether an event can mean different contents. Opening and reading are not changes:
+/// the consumer reads the files it is told about, and counting its own reads would make
+/// every reload trigger the next one. Closing a file written to is a change.
+fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reading_is_not_a_change() {
+        use notify::event::{CreateKind, ModifyKind, RemoveKind, RenameMode};
+        let reads = [
+            EventKind::Access(AccessKind::Open(AccessMode::Any)),
+            EventKind::Access(AccessKind::Read),
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            EventKind::Access(AccessKind::Any),
+        ];
+        for kind in reads {
+            assert!(!is_change(&kind), "{kind:?}");
+        }
+        let changes = [
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+            EventKind::Create(CreateKind::Any),
+            EventKind::Modify(ModifyKind::Any),
+            EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
+            EventKind::Remove(RemoveKind::Any),
+            EventKind::Any,
+            EventKind::Other,
+        ];
+        for kind in changes {
+            assert!(is_change(&kind), "{kind:?}");
+        }
+    }
 
     #[tokio::test]
     async fn a_symlink_swap_is_one_change() -> Result<(), Box<dyn std::error::Error>> {
