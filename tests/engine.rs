@@ -280,3 +280,40 @@ fn a_policy_that_matches_what_a_later_policy_wrote_gets_another_look() {
     let again = evaluate(&policies, mutated);
     assert!(again.patch.0.is_empty(), "{:?}", again.patch);
 }
+
+#[test]
+fn a_field_test_sees_what_a_later_policy_wrote() {
+    // `a-reads` tests a field under spec that `b-writes` sets; `c-never` tests a label
+    // nobody writes and stays out, whatever else changed.
+    let policies = policy(
+        "a-reads",
+        "",
+        "    - set: {path: \"$.metadata.annotations.seen\", value: \"yes\"}\n",
+    )
+    .replace(
+        "    resources: [pods]\n",
+        "    resources: [pods]\n    fields:\n      - {path: \"$.spec.priorityClassName\", equals: gpu}\n",
+    ) + &policy(
+        "b-writes",
+        "",
+        "    - set: {path: \"$.spec.priorityClassName\", value: gpu}\n",
+    ) + &policy(
+        "c-never",
+        "",
+        "    - set: {path: \"$.metadata.annotations.never\", value: \"yes\"}\n",
+    )
+    .replace(
+        "    resources: [pods]\n",
+        "    resources: [pods]\n    labels: {absent: label}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let mutated = evaluation.mutated.clone().unwrap();
+    assert_eq!(mutated["metadata"]["annotations"]["seen"], "yes");
+    assert!(mutated["metadata"]["annotations"].get("never").is_none());
+    assert_eq!(
+        evaluation.audit_annotations["mutated-by"],
+        "b-writes,a-reads"
+    );
+    let again = evaluate(&policies, mutated);
+    assert!(again.patch.0.is_empty(), "{:?}", again.patch);
+}

@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use super::path::JsonPath;
+use super::touched::Touched;
 use crate::admission::AdmissionRequest;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
 
@@ -64,16 +66,52 @@ pub fn request_matches(conditions: &Conditions, facts: &RequestFacts<'_>) -> boo
 
 /// The conditions on the object: selectors and field tests.
 pub fn object_matches(conditions: &Conditions, object: &Value) -> bool {
+    object_blocker(conditions, object).is_none()
+}
+
+/// The first object condition that does not hold. While nothing it reads changes, the
+/// conditions as a whole cannot hold either.
+pub fn object_blocker<'c>(conditions: &'c Conditions, object: &Value) -> Option<Blocker<'c>> {
     // The maps are looked up only when a selector needs them: with hundreds of
     // candidate policies, most of them have no annotation selector.
-    (conditions.labels.is_empty()
-        || selector_matches(&conditions.labels, metadata_map(object, "labels")))
-        && (conditions.annotations.is_empty()
-            || selector_matches(&conditions.annotations, metadata_map(object, "annotations")))
-        && conditions
-            .fields
-            .iter()
-            .all(|test| field_matches(test, object))
+    if !conditions.labels.is_empty()
+        && !selector_matches(&conditions.labels, metadata_map(object, "labels"))
+    {
+        return Some(Blocker::Labels);
+    }
+    if !conditions.annotations.is_empty()
+        && !selector_matches(&conditions.annotations, metadata_map(object, "annotations"))
+    {
+        return Some(Blocker::Annotations);
+    }
+    conditions
+        .fields
+        .iter()
+        .find(|test| !field_matches(test, object))
+        .map(|test| Blocker::Field(&test.path))
+}
+
+/// What kept a policy from matching the object.
+#[derive(Debug, Clone, Copy)]
+pub enum Blocker<'c> {
+    Labels,
+    Annotations,
+    /// A field test on this path.
+    Field(&'c JsonPath),
+    /// A CEL condition or an exclude block: it may read anything.
+    Anything,
+}
+
+impl Blocker<'_> {
+    /// Whether the writes recorded in `touched` may have removed the blocker.
+    pub fn may_have_changed(&self, touched: &Touched) -> bool {
+        match self {
+            Blocker::Labels => touched.intersects(["metadata", "labels"]),
+            Blocker::Annotations => touched.intersects(["metadata", "annotations"]),
+            Blocker::Field(path) => touched.intersects(path.leading_keys()),
+            Blocker::Anything => touched.intersects([]),
+        }
+    }
 }
 
 fn metadata_map<'v>(object: &'v Value, name: &str) -> Option<&'v serde_json::Map<String, Value>> {

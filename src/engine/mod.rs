@@ -21,7 +21,7 @@ use crate::policy::compiled::Operation;
 use crate::policy::model::FailurePolicy;
 use crate::policy::{CompiledPolicy, PolicySet};
 
-use matching::RequestFacts;
+use matching::{Blocker, RequestFacts};
 use run::{PolicyRun, WorkingCopy, run_policy};
 use touched::Touched;
 
@@ -142,10 +142,12 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
     // failed under `Ignore` (leaving no trace) may succeed on it. Like the apiserver's
     // reinvocation, such policies get another look, so one review reaches the state a
     // second review would: `version` counts changes, `seen[i]` is the version policy i
-    // last looked at, and a policy that matched and did not fail is done.
+    // last looked at, and a policy that matched and did not fail is done. A policy kept
+    // out by a condition whose inputs nothing wrote (`blocked[i]`) stays out.
     let mut version = 0usize;
     let mut seen: Vec<Option<usize>> = vec![None; candidates.len()];
     let mut done = vec![false; candidates.len()];
+    let mut blocked: Vec<Option<Blocker<'_>>> = vec![None; candidates.len()];
     // One entry per policy that matched, in the order they first matched; a retried
     // policy's later result replaces its earlier one.
     let mut entries: Vec<Entry> = Vec::new();
@@ -155,15 +157,23 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
             if done[i] || seen[i].is_some_and(|v| v == version) {
                 continue;
             }
+            if blocked[i].is_some_and(|blocker| !blocker.may_have_changed(&working.touched)) {
+                seen[i] = Some(version);
+                continue;
+            }
             looked = true;
             seen[i] = Some(version);
             let outcome = run_policy(policy, &facts, request, &request_binding, &mut working);
+            blocked[i] = None;
             let (result, warning) = match outcome {
                 PolicyRun::NotForRequest => {
                     done[i] = true;
                     continue;
                 }
-                PolicyRun::NotMatched => continue,
+                PolicyRun::NotMatched(blocker) => {
+                    blocked[i] = Some(blocker);
+                    continue;
+                }
                 PolicyRun::Applied => {
                     version += 1;
                     (PolicyResult::Applied, None)

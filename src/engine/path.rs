@@ -80,6 +80,18 @@ impl JsonPath {
         self.singular.as_deref()
     }
 
+    /// The object keys the path starts with, up to its first other segment: every
+    /// value the path selects lies under them.
+    pub fn leading_keys(&self) -> impl Iterator<Item = &str> {
+        self.query
+            .segments
+            .iter()
+            .map_while(|segment| match segment {
+                Segment::Selector(Selector::Name(name)) => Some(name.as_str()),
+                _ => None,
+            })
+    }
+
     /// True when the path selects the document itself (`$`).
     pub fn is_root(&self) -> bool {
         self.query.segments.is_empty()

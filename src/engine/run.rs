@@ -6,7 +6,7 @@ use std::fmt;
 use serde_json::{Value, json};
 
 use super::edit::Editor;
-use super::matching::{RequestFacts, declarative_match, object_matches, request_matches};
+use super::matching::{Blocker, RequestFacts, declarative_match, object_blocker, request_matches};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
 use crate::expr::{Bindings, Expression, Scope};
@@ -15,12 +15,12 @@ use crate::policy::model::{FailurePolicy, Mode};
 
 /// What running one policy did.
 #[derive(Debug)]
-pub enum PolicyRun {
+pub enum PolicyRun<'p> {
     /// The request itself (resource, operation, namespace) is not the policy's: no
     /// change to the object can make it match.
     NotForRequest,
-    /// The object does not match, as it is now.
-    NotMatched,
+    /// The object does not match, as it is now, because of this condition.
+    NotMatched(Blocker<'p>),
     Applied,
     Unchanged,
     Audited(json_patch::Patch),
@@ -82,13 +82,13 @@ pub struct WorkingCopy<'a> {
 
 /// Matches, evaluates and applies one policy. The working copy is left as it was when
 /// the policy fails.
-pub fn run_policy(
-    policy: &CompiledPolicy,
+pub fn run_policy<'p>(
+    policy: &'p CompiledPolicy,
     facts: &RequestFacts<'_>,
     request: &AdmissionRequest,
     request_binding: &OnceCell<Value>,
     working: &mut WorkingCopy<'_>,
-) -> PolicyRun {
+) -> PolicyRun<'p> {
     let WorkingCopy {
         original,
         current,
@@ -100,8 +100,8 @@ pub fn run_policy(
     if !request_matches(&policy.matcher, facts) {
         return PolicyRun::NotForRequest;
     }
-    if !object_matches(&policy.matcher, view) {
-        return PolicyRun::NotMatched;
+    if let Some(blocker) = object_blocker(&policy.matcher, view) {
+        return PolicyRun::NotMatched(blocker);
     }
     // An exclude block holds when all its conditions do; its CEL part, if any, is
     // evaluated in phase 1 and only when the declarative part already holds.
@@ -110,7 +110,7 @@ pub fn run_policy(
         .as_ref()
         .is_some_and(|exclude| declarative_match(exclude, facts, view));
     if excluded_declaratively && policy.exclude.as_ref().is_some_and(|e| e.cel.is_none()) {
-        return PolicyRun::NotMatched;
+        return PolicyRun::NotMatched(Blocker::Anything);
     }
 
     // Phase 1: read-only evaluation of every expression against the object as it is now.
@@ -126,7 +126,7 @@ pub fn run_policy(
         });
         match plan_policy(policy, excluded_declaratively, scope.as_mut()) {
             Ok(Some(plan)) => plan,
-            Ok(None) => return PolicyRun::NotMatched,
+            Ok(None) => return PolicyRun::NotMatched(Blocker::Anything),
             Err(error) => return PolicyRun::Failed(error),
         }
     };

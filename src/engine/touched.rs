@@ -118,6 +118,21 @@ impl Touched {
         node.children.clear();
     }
 
+    /// Whether anything at or under the location named by `keys` may have changed.
+    pub fn intersects<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> bool {
+        let mut node = &self.root;
+        for key in keys {
+            if node.whole {
+                return true;
+            }
+            match node.child(key) {
+                Some(child) => node = child,
+                None => return false,
+            }
+        }
+        node.whole || !node.children.is_empty()
+    }
+
     /// `json_patch::diff(left, right)`, given that `left` and `right` differ only
     /// under the recorded subtrees.
     pub fn diff(&self, left: &Value, right: &Value) -> Patch {
@@ -273,6 +288,22 @@ mod tests {
         let unrelated = json!({"metadata": {"name": "q"}});
         let changed_elsewhere = json!({"metadata": {"name": "r"}});
         assert!(touched.diff(&unrelated, &changed_elsewhere).0.is_empty());
+    }
+
+    #[test]
+    fn intersects_follows_recorded_keys() {
+        let mut touched = Touched::new();
+        assert!(!touched.intersects([]));
+        touched.record(&key_path(&["metadata", "annotations", "a"]));
+        assert!(touched.intersects([]));
+        assert!(touched.intersects(["metadata"]));
+        assert!(touched.intersects(["metadata", "annotations"]));
+        assert!(touched.intersects(["metadata", "annotations", "a", "deeper"]));
+        assert!(!touched.intersects(["metadata", "annotations", "b"]));
+        assert!(!touched.intersects(["metadata", "labels"]));
+        assert!(!touched.intersects(["spec"]));
+        touched.record(&key_path(&["spec"]));
+        assert!(touched.intersects(["spec", "containers"]));
     }
 
     #[test]
