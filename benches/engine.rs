@@ -76,7 +76,10 @@ fn patch(c: &mut Criterion) {
     let set = load_set(dir.path(), 4);
     let reviewed =
         graft::admission::review(policies::REALISTIC_REVIEW.as_bytes(), &set).expect("valid");
-    let before = reviewed.review.request.object.clone().expect("an object");
+    // The review's own object was changed in place: read the original again.
+    let review: serde_json::Value =
+        serde_json::from_str(policies::REALISTIC_REVIEW).expect("valid JSON");
+    let before = review["request"]["object"].clone();
     let after = reviewed
         .evaluation
         .mutated

@@ -167,9 +167,17 @@ pub fn review(body: &[u8], policies: &PolicySet) -> Result<Reviewed, BadReview> 
     Ok(answer(review, policies))
 }
 
-/// Evaluates a parsed review and builds the response review.
-pub fn answer(review: Review, policies: &PolicySet) -> Reviewed {
-    let evaluation = engine::evaluate(&review.request, policies);
+/// Evaluates a parsed review and builds the response review. The request's object is
+/// changed in place: afterwards `review.request.object` is the object as it came when
+/// there is no patch, and `evaluation.mutated` the changed object when there is one.
+pub fn answer(mut review: Review, policies: &PolicySet) -> Reviewed {
+    let mut object = review.request.object.take();
+    let mut evaluation = engine::evaluate_in_place(&review.request, &mut object, policies);
+    if evaluation.patch.0.is_empty() {
+        review.request.object = object;
+    } else {
+        evaluation.mutated = object;
+    }
     let response = respond(&review, &evaluation, policies);
     Reviewed {
         review,

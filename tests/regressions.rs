@@ -176,3 +176,22 @@ fn an_ignored_policy_gets_another_look_after_a_later_change() {
     assert_eq!(results, [("p0", "applied"), ("p1", "applied")]);
     assert!(evaluation.warnings.is_empty(), "{:?}", evaluation.warnings);
 }
+
+/// Found by `any_policy_gives_an_applicable_patch`: json-patch panics ("unable to undo
+/// applied patches") when a multi-operation patch fails part-way and its own undo fails;
+/// here the move fails after removing its source. The policy now fails cleanly.
+#[test]
+fn a_raw_patch_that_fails_part_way_fails_the_policy_without_a_panic() {
+    let set = load(json!([{"jsonPatch": [
+        {"op": "add", "path": "/metadata/labels/app", "value": null},
+        {"op": "move", "from": "/metadata/labels/app", "path": "/spec/a"},
+    ]}]));
+    let object = json!({"metadata": {"name": "p", "labels": {}}});
+    let reviewed = admission::review(&body(&object), &set).expect("review");
+    let response: Value = serde_json::from_slice(&reviewed.to_json()).expect("response");
+    assert_eq!(response["response"]["allowed"], false, "{response}");
+    let message = response["response"]["status"]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(message.contains("JSON Patch failed"), "{message}");
+}

@@ -71,10 +71,16 @@ async fn sigterm_finishes_in_flight_requests_and_exits_zero() -> Result {
         idle.write_all(&body).await?;
         assert_eq!(read_response(&mut idle).await?, (200, expected.clone()));
 
-        // An in-flight request: headers and half the body sent.
+        // An in-flight request: headers and half the body sent. `Expect: 100-continue`
+        // makes the server say when its handler has started reading the body, so the
+        // signal below cannot overtake the request (an unread request on a connection
+        // counts as idle and is closed).
         let mut slow = connect(addr, client.clone()).await?;
         let (first, rest) = body.split_at(body.len() / 2);
-        slow.write_all(head.as_bytes()).await?;
+        let expecting = head.replace("\r\n\r\n", "\r\nexpect: 100-continue\r\n\r\n");
+        slow.write_all(expecting.as_bytes()).await?;
+        slow.flush().await?;
+        assert!(read_interim(&mut slow).await?.starts_with("HTTP/1.1 100"));
         slow.write_all(first).await?;
         slow.flush().await?;
 
@@ -105,6 +111,20 @@ async fn sigterm_finishes_in_flight_requests_and_exits_zero() -> Result {
     outcome?;
     assert_eq!(status.code(), Some(0));
     Ok(())
+}
+
+/// Reads an interim (1xx) response head, byte by byte so nothing after it is consumed.
+async fn read_interim<S: tokio::io::AsyncRead + Unpin>(stream: &mut S) -> Result<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let read = tokio::time::timeout(DEADLINE, stream.read(&mut byte)).await??;
+        if read == 0 {
+            return Err("connection closed before the interim response".into());
+        }
+        head.push(byte[0]);
+    }
+    Ok(String::from_utf8(head)?)
 }
 
 /// Waits (bounded) for the child to exit, killing it if it outlives the deadline.

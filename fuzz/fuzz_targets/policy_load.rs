@@ -15,9 +15,12 @@ fuzz_target!(|data: &[u8]| {
         let Ok(body) = serde_json::to_vec(fixture) else {
             continue;
         };
-        if let Ok(reviewed) = graft::admission::review(&body, &loaded.set) {
-            let request = &reviewed.review.request;
-            graft_fuzz::check_response(&reviewed.to_json(), &request.uid, request.object.as_ref());
+        if let Ok(review) = graft::admission::parse(&body) {
+            // The answer changes the request's object in place: keep the original to patch.
+            let original = review.request.object.clone();
+            let reviewed = graft::admission::answer(review, &loaded.set);
+            let uid = &reviewed.review.request.uid;
+            graft_fuzz::check_response(&reviewed.to_json(), uid, original.as_ref());
         }
     }
 });

@@ -6,8 +6,11 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let set = graft_fuzz::example_policies();
-    if let Ok(reviewed) = graft::admission::review(data, set) {
-        let request = &reviewed.review.request;
-        graft_fuzz::check_response(&reviewed.to_json(), &request.uid, request.object.as_ref());
+    if let Ok(review) = graft::admission::parse(data) {
+        // The answer changes the request's object in place: keep the original to patch.
+        let original = review.request.object.clone();
+        let reviewed = graft::admission::answer(review, set);
+        let uid = &reviewed.review.request.uid;
+        graft_fuzz::check_response(&reviewed.to_json(), uid, original.as_ref());
     }
 });

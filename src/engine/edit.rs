@@ -287,17 +287,18 @@ impl<'d> Editor<'d> {
 
     /// Applies raw RFC 6902 operations; all or nothing.
     pub fn json_patch(&mut self, patch: &json_patch::Patch) -> Result<(), EditError> {
-        let before = self.undo.is_some().then(|| self.document.clone());
-        let snapshot_for_compare = if before.is_none() {
-            Some(self.document.clone())
-        } else {
-            None
-        };
-        json_patch::patch(self.document, patch).map_err(|e| EditError::JsonPatch(e.to_string()))?;
-        let previous = before.as_ref().or(snapshot_for_compare.as_ref());
-        if previous.is_some_and(|previous| previous != self.document) {
+        // On a copy, one operation at a time: json-patch panics when it cannot undo a
+        // patch that failed part-way (a failed move has already removed its source),
+        // and a failed single operation leaves only the copy half-changed.
+        let mut patched = self.document.clone();
+        for operation in &patch.0 {
+            json_patch::patch(&mut patched, std::slice::from_ref(operation))
+                .map_err(|e| EditError::JsonPatch(e.to_string()))?;
+        }
+        if patched != *self.document {
+            let before = std::mem::replace(self.document, patched);
             self.changed = true;
-            if let (Some(log), Some(before)) = (&mut self.undo, before) {
+            if let Some(log) = &mut self.undo {
                 log.push(Undo::Whole(before));
             }
         }

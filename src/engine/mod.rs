@@ -3,8 +3,9 @@
 //! For each candidate policy, in order: match against the object as the previous
 //! policies left it, evaluate the policy's expressions (phase 1, read-only), apply
 //! its mutations (phase 2), and keep or roll back the change. The patch is
-//! `json_patch::diff(original, mutated)` (taken over the subtrees policies wrote under,
-//! see `touched`), never assembled by hand.
+//! `json_patch::diff(original, mutated)` (taken over the subtrees policies wrote, whose
+//! original values `touched` keeps, so the object is edited in place and never copied
+//! whole), never assembled by hand.
 
 pub mod edit;
 pub mod matching;
@@ -111,8 +112,26 @@ impl Evaluation {
     }
 }
 
-/// Evaluates every candidate policy, in order, against the request.
+/// Evaluates every candidate policy, in order, against the request. The request is
+/// left as it is; `mutated` holds the changed object when there is a patch.
 pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation {
+    let mut object = request.object.clone();
+    let mut evaluation = evaluate_in_place(request, &mut object, policies);
+    if !evaluation.patch.0.is_empty() {
+        evaluation.mutated = object;
+    }
+    evaluation
+}
+
+/// Evaluates the request against `object`, the request's object taken out of it, and
+/// changes `object` in place (`request.object` is not read): no copy of the object is
+/// made. Afterwards `object` is the object as the policies left it, or as it was when
+/// the request is denied. `mutated` stays empty.
+pub fn evaluate_in_place(
+    request: &AdmissionRequest,
+    object: &mut Option<Value>,
+    policies: &PolicySet,
+) -> Evaluation {
     let mut evaluation = Evaluation::allowed_unchanged();
     let Some(operation) = Operation::parse(&request.operation) else {
         return evaluation;
@@ -125,16 +144,24 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
         return evaluation;
     }
     // DELETE carries only oldObject: policies can match on it but not mutate it.
-    let Some(original) = request.object.as_ref().or(request.old_object.as_ref()) else {
-        return evaluation;
+    let mutable = object.is_some();
+    let mut old_object;
+    let document = match object.as_mut() {
+        Some(document) => document,
+        None => match &request.old_object {
+            Some(old) => {
+                old_object = old.clone();
+                &mut old_object
+            }
+            None => return evaluation,
+        },
     };
     // Built on first use: most policies use no CEL, and then no review pays for it.
     let request_binding = std::cell::OnceCell::new();
     let mut working = WorkingCopy {
-        original,
-        current: None,
+        document,
         touched: Touched::new(),
-        mutable: request.object.is_some(),
+        mutable,
     };
     let mut audited = BTreeMap::new();
 
@@ -197,6 +224,9 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
                             };
                             record(&mut entries, i, PolicyResult::Failed { reason }, None);
                             report(&mut evaluation, &candidates, entries);
+                            // Denied: nothing of what the policies did stays.
+                            let original = working.touched.original(working.document);
+                            *working.document = original;
                             return evaluation;
                         }
                         FailurePolicy::Ignore => {
@@ -230,12 +260,7 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
             .audit_annotations
             .insert("audit-patches".to_string(), json);
     }
-    if let Some(mutated) = working.current {
-        evaluation.patch = working.touched.diff(original, &mutated);
-        if !evaluation.patch.0.is_empty() {
-            evaluation.mutated = Some(mutated);
-        }
-    }
+    evaluation.patch = working.touched.diff(working.document);
     evaluation
 }
 

@@ -69,12 +69,10 @@ struct Planned<'p> {
     value: Option<Value>,
 }
 
-/// The object under evaluation: the request's, and the working copy policies edit.
+/// The object under evaluation, edited in place, and where it was written.
 pub struct WorkingCopy<'a> {
-    pub original: &'a Value,
-    /// Made from `original` on the first change.
-    pub current: Option<Value>,
-    /// Every location written so far.
+    pub document: &'a mut Value,
+    /// Every location written so far, with the original values there.
     pub touched: Touched,
     /// False for DELETE, whose oldObject policies may match on but not change.
     pub mutable: bool,
@@ -90,13 +88,12 @@ pub fn run_policy<'p>(
     working: &mut WorkingCopy<'_>,
 ) -> PolicyRun<'p> {
     let WorkingCopy {
-        original,
-        current,
+        document,
         touched,
         mutable,
     } = working;
-    let (original, mutable) = (*original, *mutable);
-    let view = current.as_ref().unwrap_or(original);
+    let mutable = *mutable;
+    let view: &Value = document;
     if !request_matches(&policy.matcher, facts) {
         return PolicyRun::NotForRequest;
     }
@@ -136,7 +133,6 @@ pub fn run_policy<'p>(
 
     // Phase 2: apply. Only an Ignore or Audit policy needs to be able to undo itself:
     // a Fail policy's failure discards the whole request.
-    let document = current.get_or_insert_with(|| original.clone());
     let audit = policy.mode == Mode::Audit;
     let before = audit.then(|| document.clone());
     let protected_before = protected_values(document);
@@ -157,7 +153,7 @@ pub fn run_policy<'p>(
     if audit {
         let patch = before
             .as_ref()
-            .map(|before| touched.diff(before, editor.document()))
+            .map(|before| json_patch::diff(before, editor.document()))
             .unwrap_or_default();
         editor.rollback();
         return if patch.0.is_empty() {
@@ -264,7 +260,7 @@ fn apply(
         match (planned.kind, planned.value) {
             (MutationKind::Set { path, .. }, Some(value)) => {
                 for location in path.write_locations(editor.document()) {
-                    touched.record(&location);
+                    touched.record(editor.document(), &location);
                     editor
                         .set(&location, value.clone())
                         .map_err(|e| failure(format!("{field}.path"), e))?;
@@ -276,7 +272,7 @@ fn apply(
                     Some(path) => path.write_locations(editor.document()),
                 };
                 for location in locations {
-                    touched.record_merge(&location, &value);
+                    touched.record_merge(editor.document(), &location, &value);
                     editor
                         .merge(&location, value.clone())
                         .map_err(|e| failure(format!("{field}.value"), e))?;
@@ -285,13 +281,13 @@ fn apply(
             (MutationKind::Remove { path }, _) => {
                 // Later locations first, so list indices stay valid while removing.
                 for location in path.locations(editor.document()).iter().rev() {
-                    touched.record(location);
+                    touched.record(editor.document(), location);
                     editor.remove(location);
                 }
             }
             (MutationKind::JsonPatch(patch), _) => {
                 for operation in &patch.0 {
-                    touched.record_operation(operation);
+                    touched.record_operation(editor.document(), operation);
                 }
                 editor.json_patch(patch).map_err(|e| failure(field, e))?;
             }

@@ -175,9 +175,11 @@ fn record(reviewed: &Reviewed, state: &State, started: Instant) {
         .collect();
     let applied: Vec<&str> = evaluation.applied().collect();
     let name = request.name.clone().filter(|n| !n.is_empty()).or_else(|| {
+        // The object moved into `mutated` when there is a patch.
         request
             .object
             .as_ref()
+            .or(evaluation.mutated.as_ref())
             .and_then(|object| object.pointer("/metadata/generateName"))
             .and_then(|value| value.as_str())
             .map(|prefix| format!("{prefix}*"))
