@@ -4,6 +4,9 @@
 //! file) so no cluster is needed. ```shell blocks need a cluster: their `graft` command lines
 //! are only parsed with graft's own CLI definition.
 
+mod fs_util;
+use fs_util::copy_tree;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -81,19 +84,6 @@ exit 1
     {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("dir entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy file");
-        }
     }
 }
 

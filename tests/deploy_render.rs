@@ -2,6 +2,9 @@
 //! that matters for a safe install. Needs `kubectl` on PATH: without it these tests fail
 //! (they never skip), because a manifest nobody rendered is a manifest nobody tested.
 
+mod fs_util;
+use fs_util::copy_tree;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -468,17 +471,4 @@ fn generated_keys_are_git_ignored() {
     let ignore = std::fs::read_to_string(repo().join("deploy/self-signed/.gitignore"))
         .expect("deploy/self-signed/.gitignore");
     assert!(ignore.lines().any(|line| line.trim() == "/certs*/"));
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("dir entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy file");
-        }
-    }
 }
