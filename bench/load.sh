@@ -6,7 +6,7 @@
 #   bash bench/load.sh                 # defaults: 10 s per run, 16 connections
 #   DURATION=20 CONNECTIONS=32 bash bench/load.sh
 #
-# Needs oha (`cargo install oha --locked`). Prints a Markdown results table.
+# Needs oha (`cargo install oha --locked`) and jq. Prints a Markdown results table.
 set -euo pipefail
 
 export DURATION=${DURATION:-10}
@@ -100,7 +100,20 @@ CA="/tmp/graft-ca-$PORT_GRAFT.pem"
 read -r G_RPS G_P50 G_P99 G_P999 G_ERR < <(summarise "$(drive $PORT_GRAFT "$CA" graft-max)")
 HALF=$(awk -v r="$G_RPS" 'BEGIN {printf "%d", r / 2}')
 read -r H_RPS H_P50 H_P99 H_P999 H_ERR < <(summarise "$(drive $PORT_GRAFT "$CA" graft-half -q "$HALF" --latency-correction)")
+# The same rate timed from each request's send (no latency correction, so a stall of the
+# load generator itself is not charged to the server), with 16 and with 4 connections.
+read -r R_RPS R_P50 R_P99 R_P999 R_ERR < <(summarise "$(drive $PORT_GRAFT "$CA" graft-half-raw -q "$HALF")")
+read -r F_RPS F_P50 F_P99 F_P999 F_ERR < <(summarise "$(CONNECTIONS=4 drive $PORT_GRAFT "$CA" graft-half-4 -q "$HALF")")
 stop "$GRAFT_PID"
+
+# 2b. The transport limit at that same rate: what the machine and the load generator add
+# to the tail latency at this rate, whatever the server does.
+"$BIN/examples/transport_limit" "127.0.0.1:$PORT_LIMIT" "$WORK/limit-ca.pem" $((DURATION + 30)) &
+LIMIT_PID=$!
+PIDS+=("$LIMIT_PID")
+wait_for_port "$PORT_LIMIT"
+read -r LH_RPS LH_P50 LH_P99 LH_P999 LH_ERR < <(summarise "$(drive $PORT_LIMIT "$WORK/limit-ca.pem" limit-half -q "$HALF" --latency-correction)")
+stop "$LIMIT_PID"
 
 # 3. graft with 1,000 policies: RSS when ready, after one run at full load, after a second.
 start_graft "$WORK/p1000" "$WORK/graft1000.log"
@@ -119,6 +132,9 @@ echo "|---|---:|---:|---:|---:|---:|---:|"
 printf "| transport limit (constant review) | %.0f | %.3f | %.3f | %.3f | %d | 100%% |\n" "$L_RPS" "$L_P50" "$L_P99" "$L_P999" "$L_ERR"
 printf "| graft, 100 policies, max | %.0f | %.3f | %.3f | %.3f | %d | %s |\n" "$G_RPS" "$G_P50" "$G_P99" "$G_P999" "$G_ERR" "$(ratio "$G_RPS" "$L_RPS")"
 printf "| graft, 100 policies, at %d req/s (half) | %.0f | %.3f | %.3f | %.3f | %d | - |\n" "$HALF" "$H_RPS" "$H_P50" "$H_P99" "$H_P999" "$H_ERR"
+printf "| graft, 100 policies, at %d req/s, timed from send | %.0f | %.3f | %.3f | %.3f | %d | - |\n" "$HALF" "$R_RPS" "$R_P50" "$R_P99" "$R_P999" "$R_ERR"
+printf "| graft, 100 policies, at %d req/s, timed from send, 4 connections | %.0f | %.3f | %.3f | %.3f | %d | - |\n" "$HALF" "$F_RPS" "$F_P50" "$F_P99" "$F_P999" "$F_ERR"
+printf "| transport limit, at %d req/s (graft's half) | %.0f | %.3f | %.3f | %.3f | %d | - |\n" "$HALF" "$LH_RPS" "$LH_P50" "$LH_P99" "$LH_P999" "$LH_ERR"
 printf "| graft, 1,000 policies, max | %.0f | %.3f | %.3f | %.3f | %d | %s |\n" "$K_RPS" "$K_P50" "$K_P99" "$K_P999" "$K_ERR" "$(ratio "$K_RPS" "$L_RPS")"
 echo
 echo "| graft RSS, 1,000 policies | MiB |"
