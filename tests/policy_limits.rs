@@ -199,7 +199,9 @@ fn cel_results_are_capped_at_one_mebibyte() {
 
 #[test]
 fn cel_lists_are_capped_too() {
-    let params = json!({"params": {"items": (0..1500).collect::<Vec<_>>()}});
+    // 300 lists of 300 strings: 1.7 MB of JSON, within the cost budget (90,300 units).
+    let items: Vec<String> = (0..300).map(|i| format!("item-{i:011}")).collect();
+    let params = json!({"params": {"items": items}});
     check_refused(
         params,
         json!([{"set": {"path": "$.spec.big", "value": "{{ params.items.map(i, params.items) }}"}}]),
@@ -254,4 +256,35 @@ fn comprehensions_nest_at_most_two_deep() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Two nested comprehensions over a list from the object are quadratic in a size the
+/// requester controls: the cost budget ends the evaluation, and the policy fails per its
+/// failurePolicy, naming the budget.
+#[test]
+fn cel_evaluation_cost_is_bounded() {
+    let mutations = json!([{"set": {
+        "path": "$.metadata.annotations.n",
+        "value": "{{ string(object.spec.items.filter(a, object.spec.items.exists(b, a + b < 0)).size()) }}",
+    }}]);
+    let mut body: Value = serde_json::from_slice(&fixture()).expect("fixture");
+    body["request"]["object"]["spec"]["items"] = json!((0..5000).collect::<Vec<_>>());
+    let body = serde_json::to_vec(&body).expect("json");
+    for failure_policy in ["Fail", "Ignore"] {
+        let set = load(&policy(failure_policy, json!({}), mutations.clone()));
+        let reviewed = admission::review(&body, &set).expect("review");
+        let reason = match (
+            &reviewed.evaluation.outcome,
+            &reviewed.evaluation.policies[..],
+        ) {
+            (Outcome::Denied { message }, _) => message.clone(),
+            (Outcome::Allowed, [report]) => match &report.result {
+                PolicyResult::Ignored { reason } => reason.clone(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        assert!(reason.contains("cost budget"), "{reason}");
+        assert!(reviewed.evaluation.patch.0.is_empty());
+    }
 }

@@ -1,7 +1,8 @@
 //! Static bounds on CEL programs, checked when an expression is compiled.
 //!
-//! The `cel` crate has no cost model and evaluation cannot be interrupted, so the one
-//! lever graft has is the shape of the program. A comprehension (`map`, `filter`, `all`,
+//! The `cel` crate has no cost model and evaluation cannot be interrupted: graft meters
+//! comprehensions at run time (`cost.rs`) and, before that, refuses shapes no policy
+//! needs. A comprehension (`map`, `filter`, `all`,
 //! `exists`, `exists_one`) costs the size of its range; nested comprehensions multiply
 //! those sizes, and the ranges usually come from the object, which the requester
 //! controls. Three nested `map`s over a 100-element list take seconds; two are the most

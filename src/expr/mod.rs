@@ -12,6 +12,7 @@
 //! conversion borrows strings from the request instead of copying them.
 
 mod convert;
+pub mod cost;
 mod functions;
 pub mod limits;
 pub mod object_parts;
@@ -93,6 +94,7 @@ static ENV: LazyLock<Result<Arc<Env>, String>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
     env.add_extension(cel::extensions::strings)
         .and_then(|()| env.add_extension(functions::register))
+        .and_then(|()| env.add_extension(cost::register))
         .map_err(|e| format!("cannot build the CEL environment: {e}"))?;
     Ok(Arc::new(env))
 });
@@ -100,7 +102,9 @@ static ENV: LazyLock<Result<Arc<Env>, String>> = LazyLock::new(|| {
 /// A compiled CEL expression.
 pub struct Expression {
     source: String,
-    program: Program,
+    /// The program's expression with its comprehensions metered ([`cost::meter`]):
+    /// what is evaluated.
+    metered: cel::IdedExpr,
     needs: Needs,
     env: Arc<Env>,
 }
@@ -127,7 +131,7 @@ impl Expression {
         Ok(Expression {
             source: source.to_string(),
             needs: Needs::of(&program),
-            program,
+            metered: cost::meter(program.expression()),
             env: Arc::clone(env),
         })
     }
@@ -222,9 +226,15 @@ impl<'a> Scope<'a> {
         self.vars.prepare(expression.needs)?;
         let mut context = Context::with_env(Arc::clone(&expression.env));
         context.set_variable_resolver(&self.vars);
-        let value = cel::Value::resolve_val(expression.program.expression(), &context)
-            .map_err(|e| ExprError::Evaluate(e.to_string()))?;
-        convert::val_to_json(value.as_ref())
+        let (result, exhausted) = cost::with_budget(|| {
+            cel::Value::resolve_val(&expression.metered, &context)
+                .map_err(|e| ExprError::Evaluate(e.to_string()))
+                .and_then(|value| convert::val_to_json(value.as_ref()))
+        });
+        if exhausted {
+            return Err(ExprError::Evaluate(cost::exhausted_message()));
+        }
+        result
     }
 
     pub fn evaluate_bool(&self, expression: &Expression) -> Result<bool, ExprError> {

@@ -547,3 +547,91 @@ mod properties {
         }
     }
 }
+
+/// An object whose `spec.items` is `0..n`.
+fn with_items(n: usize) -> Value {
+    json!({"spec": {"items": (0..n).collect::<Vec<_>>()}})
+}
+
+#[test]
+fn comprehensions_keep_their_results_when_metered() {
+    let object = with_items(5);
+    let cases = [
+        ("object.spec.items.map(i, i * 2)", json!([0, 2, 4, 6, 8])),
+        ("object.spec.items.filter(i, i % 2 == 0)", json!([0, 2, 4])),
+        ("object.spec.items.map(i, i > 2, i)", json!([3, 4])),
+        ("object.spec.items.all(i, i < 5)", json!(true)),
+        ("object.spec.items.all(i, i < 4)", json!(false)),
+        ("object.spec.items.exists(i, i == 3)", json!(true)),
+        ("object.spec.items.exists_one(i, i > 3)", json!(true)),
+        ("object.spec.items.exists_one(i, i > 2)", json!(false)),
+        // Errors are still absorbed as CEL specifies: false wins over an error in `all`.
+        ("object.spec.items.all(i, 10 / (i - 1) > 100)", json!(false)),
+        (
+            "object.spec.items.all(a, object.spec.items.exists(b, a == b))",
+            json!(true),
+        ),
+        ("{'a': 1, 'b': 2}.all(k, k.size() == 1)", json!(true)),
+    ];
+    for (source, expected) in cases {
+        assert_eq!(eval_on(&object, source), Ok(expected), "{source}");
+    }
+}
+
+#[test]
+fn every_comprehension_is_metered() {
+    // 1,000 x 1,000 iterations: ten times the budget, whatever the macro.
+    let object = with_items(1000);
+    for source in [
+        "object.spec.items.all(a, object.spec.items.all(b, a + b >= 0))",
+        "object.spec.items.exists(a, object.spec.items.exists(b, a + b < 0))",
+        "object.spec.items.map(a, object.spec.items.filter(b, b < 0).size())",
+        "object.spec.items.filter(a, object.spec.items.exists_one(b, b == -1))",
+        "object.spec.items.map(a, object.spec.items.map(b, a + b)).size()",
+    ] {
+        let error = eval_on(&object, source).expect_err(source);
+        assert_eq!(
+            error,
+            ExprError::Evaluate(super::cost::exhausted_message()),
+            "{source}"
+        );
+    }
+    // Under the budget: 300 x 300.
+    let object = with_items(300);
+    assert_eq!(
+        eval_on(
+            &object,
+            "object.spec.items.all(a, object.spec.items.all(b, a + b >= 0))"
+        ),
+        Ok(json!(true))
+    );
+}
+
+#[test]
+fn strings_built_in_comprehensions_count_against_the_budget() {
+    // 10,000 copies of a 64 KiB string would be 640 MiB: refused after ~100.
+    let object = json!({
+        "spec": {"items": (0..10_000).collect::<Vec<_>>(), "chunk": "x".repeat(64 * 1024)}
+    });
+    let error = eval_on(
+        &object,
+        "object.spec.items.map(i, object.spec.chunk).join('')",
+    )
+    .expect_err("a 640 MiB string");
+    assert_eq!(error, ExprError::Evaluate(super::cost::exhausted_message()));
+}
+
+#[test]
+fn each_evaluation_gets_a_fresh_budget() {
+    let object = with_items(300);
+    // 90,300 units: under the budget once, and again on the next evaluation.
+    for _ in 0..3 {
+        assert_eq!(
+            eval_on(
+                &object,
+                "object.spec.items.all(a, object.spec.items.all(b, b >= 0))"
+            ),
+            Ok(json!(true))
+        );
+    }
+}
