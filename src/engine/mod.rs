@@ -7,6 +7,7 @@
 //! original values `touched` keeps, so the object is edited in place and never copied
 //! whole), never assembled by hand.
 
+mod diff;
 pub mod edit;
 pub mod matching;
 pub mod path;

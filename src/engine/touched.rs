@@ -8,7 +8,8 @@
 //! leading to it; the first record under a location keeps a copy of the value there
 //! (its snapshot), while it is still the original. [`Touched::diff`] then hands
 //! `json_patch::diff` each snapshot and the current value, and walks the levels above
-//! them in the order `json_patch::diff` does, so the patch is the one the full diff of
+//! them in the order `json_patch::diff` does (`diff.rs` is that diff, minus its cost on
+//! equal subtrees), so the patch is the one the full diff of
 //! the original and the mutated object gives (a property test holds the two equal).
 //!
 //! Invariant: nothing writes to the document except right after recording the
@@ -256,30 +257,9 @@ fn diff_node(node: &Node, current: &Value, at: &mut PointerBuf, patch: &mut Patc
     }
 }
 
-/// Diffs one subtree with json_patch and places its operations under `at`.
-fn diff_whole(left: &Value, right: &Value, at: &PointerBuf, patch: &mut Patch) {
-    let sub = json_patch::diff(left, right);
-    if at.is_root() {
-        patch.0.extend(sub.0);
-        return;
-    }
-    patch.0.extend(sub.0.into_iter().map(|mut operation| {
-        match &mut operation {
-            PatchOperation::Add(op) => op.path = at.concat(&op.path),
-            PatchOperation::Remove(op) => op.path = at.concat(&op.path),
-            PatchOperation::Replace(op) => op.path = at.concat(&op.path),
-            PatchOperation::Move(op) => {
-                op.path = at.concat(&op.path);
-                op.from = at.concat(&op.from);
-            }
-            PatchOperation::Copy(op) => {
-                op.path = at.concat(&op.path);
-                op.from = at.concat(&op.from);
-            }
-            PatchOperation::Test(op) => op.path = at.concat(&op.path),
-        }
-        operation
-    }));
+/// Diffs one subtree, placing its operations under `at`.
+fn diff_whole(left: &Value, right: &Value, at: &mut PointerBuf, patch: &mut Patch) {
+    super::diff::diff_into(left, right, at, patch);
 }
 
 #[cfg(test)]

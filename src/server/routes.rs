@@ -48,7 +48,7 @@ pub async fn handle(
 
 async fn route(
     request: Request<Incoming>,
-    state: &State,
+    state: &Arc<State>,
     limits: &Limits,
     started: Instant,
 ) -> Result<Response<Body>, Refusal> {
@@ -104,11 +104,17 @@ async fn route(
         }
     };
 
-    let policies = state.policies.clone();
-    let reviewed = isolated(move || {
+    // Everything from parsing to the response bytes, the log line and the metrics runs
+    // on one blocking thread, which also drops the parsed review: a review allocates
+    // hundreds of small values, and freeing them on another thread than the one that
+    // allocated them cost a fifth of the server's CPU in the allocator's slow paths.
+    let state = Arc::clone(state);
+    let answered = isolated(move || {
         // Exactly one load per request: the whole review sees one policy set.
-        let set = policies.load();
-        admission::review(&body, &set)
+        let set = state.policies.load();
+        let reviewed = admission::review(&body, &set)?;
+        record(&reviewed, &state, started);
+        Ok::<_, admission::BadReview>(reviewed.to_json())
     })
     .await
     .map_err(|()| {
@@ -125,9 +131,7 @@ async fn route(
             error.to_string(),
         )
     })?;
-
-    record(&reviewed, state, started);
-    Ok(json_response(StatusCode::OK, reviewed.to_json()))
+    Ok(json_response(StatusCode::OK, answered))
 }
 
 /// Runs CPU-bound evaluation off the async workers, and turns a panic into `Err(())` so
