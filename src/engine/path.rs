@@ -92,6 +92,11 @@ impl JsonPath {
             })
     }
 
+    /// How many segments the path has (`$` has none).
+    pub fn segment_count(&self) -> usize {
+        self.query.segments.len()
+    }
+
     /// True when the path selects the document itself (`$`).
     pub fn is_root(&self) -> bool {
         self.query.segments.is_empty()

@@ -6,6 +6,7 @@ pub mod compiled;
 pub mod findings;
 pub mod load;
 pub mod model;
+mod reads;
 mod set;
 
 use std::collections::HashMap;
@@ -15,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 pub use compiled::{CompiledPolicy, Operation};
 pub use findings::{Finding, Findings, Severity};
-pub use set::PolicySet;
+pub use set::{PolicySet, Reads};
 
 /// A loaded set and its non-fatal findings (warnings).
 #[derive(Debug)]

@@ -5,6 +5,15 @@ use std::sync::Arc;
 
 use super::compiled::{CompiledPolicy, Operation};
 
+/// What of a review a policy can see beyond the object's usual fields.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// The object's `metadata.managedFields`.
+    pub managed_fields: bool,
+    /// `oldObject`, through CEL.
+    pub old_object: bool,
+}
+
 /// Candidate lists for one (resource, subresource), one per operation.
 type ByOperation = [Vec<u32>; 4];
 
@@ -13,6 +22,8 @@ type ByOperation = [Vec<u32>; 4];
 #[derive(Debug, Default)]
 pub struct PolicySet {
     policies: Vec<Arc<CompiledPolicy>>,
+    /// Per policy, what of a review it can see beyond the object's usual fields.
+    reads: Vec<Reads>,
     /// resource -> subresource ("" for none) -> operation -> policy positions, ascending.
     index: HashMap<String, HashMap<String, ByOperation>>,
     /// Policies whose rules use a wildcard resource or subresource, per operation.
@@ -73,8 +84,16 @@ impl PolicySet {
                 }
             }
         }
+        let reads = policies
+            .iter()
+            .map(|policy| Reads {
+                managed_fields: policy.sees_managed_fields(),
+                old_object: policy.reads_old_object(),
+            })
+            .collect();
         PolicySet {
             policies,
+            reads,
             index,
             wildcard,
             revision,
@@ -106,15 +125,40 @@ impl PolicySet {
         subresource: &str,
         operation: Operation,
     ) -> impl Iterator<Item = &CompiledPolicy> {
-        let positions = self
-            .index
+        self.positions(resource, subresource, operation)
+            .iter()
+            .filter_map(|&position| self.policies.get(position as usize).map(AsRef::as_ref))
+    }
+
+    /// What the candidate policies for a request can see, together; `None` when no
+    /// policy is a candidate.
+    pub fn candidate_reads(
+        &self,
+        resource: &str,
+        subresource: &str,
+        operation: Operation,
+    ) -> Option<Reads> {
+        let positions = self.positions(resource, subresource, operation);
+        if positions.is_empty() {
+            return None;
+        }
+        let mut all = Reads::default();
+        for reads in positions
+            .iter()
+            .filter_map(|&position| self.reads.get(position as usize))
+        {
+            all.managed_fields |= reads.managed_fields;
+            all.old_object |= reads.old_object;
+        }
+        Some(all)
+    }
+
+    fn positions(&self, resource: &str, subresource: &str, operation: Operation) -> &[u32] {
+        self.index
             .get(resource)
             .and_then(|by_sub| by_sub.get(subresource))
             .map_or(&self.wildcard[slot(operation)], |lists| {
                 &lists[slot(operation)]
-            });
-        positions
-            .iter()
-            .filter_map(|&position| self.policies.get(position as usize).map(AsRef::as_ref))
+            })
     }
 }

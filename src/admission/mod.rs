@@ -11,6 +11,10 @@ use serde_json::Value;
 use crate::engine::{self, Evaluation, Outcome};
 use crate::policy::PolicySet;
 
+mod lean;
+
+pub use lean::review_lean;
+
 pub const API_VERSION_V1: &str = "admission.k8s.io/v1";
 pub const API_VERSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
 
@@ -27,6 +31,11 @@ pub enum BadReview {
     MissingRequest,
     #[error("AdmissionReview request has no uid")]
     MissingUid,
+    #[error("request.{field} is not valid JSON: {error}")]
+    Object {
+        field: &'static str,
+        error: serde_json::Error,
+    },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,10 +58,12 @@ pub struct GroupVersionResource {
     pub resource: String,
 }
 
-/// The part of an AdmissionRequest the engine uses; unknown fields are ignored.
+/// The part of an AdmissionRequest the engine uses; unknown fields are ignored. `O` is
+/// the type of the objects: parsed (`Value`), or still raw JSON while a lean parse
+/// decides what of them to parse.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AdmissionRequest {
+#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
+pub struct AdmissionRequest<O = Value> {
     #[serde(default)]
     pub uid: String,
     #[serde(default)]
@@ -70,11 +81,30 @@ pub struct AdmissionRequest {
     #[serde(default)]
     pub user_info: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object: Option<Value>,
+    pub object: Option<O>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub old_object: Option<Value>,
+    pub old_object: Option<O>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
+}
+
+impl<O> AdmissionRequest<O> {
+    /// The same request with its objects replaced.
+    fn with_objects<P>(self, object: Option<P>, old_object: Option<P>) -> AdmissionRequest<P> {
+        AdmissionRequest {
+            uid: self.uid,
+            kind: self.kind,
+            resource: self.resource,
+            sub_resource: self.sub_resource,
+            name: self.name,
+            namespace: self.namespace,
+            operation: self.operation,
+            user_info: self.user_info,
+            object,
+            old_object,
+            dry_run: self.dry_run,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -145,13 +175,7 @@ impl Reviewed {
 /// Parses an AdmissionReview body, checking what graft relies on.
 pub fn parse(body: &[u8]) -> Result<Review, BadReview> {
     let incoming: IncomingReview = serde_json::from_slice(body)?;
-    if incoming.kind != "AdmissionReview" {
-        return Err(BadReview::Kind(incoming.kind));
-    }
-    if incoming.api_version != API_VERSION_V1 && incoming.api_version != API_VERSION_V1BETA1 {
-        return Err(BadReview::ApiVersion(incoming.api_version));
-    }
-    let request = incoming.request.ok_or(BadReview::MissingRequest)?;
+    let request = checked(&incoming.api_version, incoming.kind, incoming.request)?;
     if request.uid.is_empty() {
         return Err(BadReview::MissingUid);
     }
@@ -159,6 +183,17 @@ pub fn parse(body: &[u8]) -> Result<Review, BadReview> {
         api_version: incoming.api_version,
         request,
     })
+}
+
+/// The envelope checks every parse makes: kind, apiVersion, a request.
+fn checked<R>(api_version: &str, kind: String, request: Option<R>) -> Result<R, BadReview> {
+    if kind != "AdmissionReview" {
+        return Err(BadReview::Kind(kind));
+    }
+    if api_version != API_VERSION_V1 && api_version != API_VERSION_V1BETA1 {
+        return Err(BadReview::ApiVersion(api_version.to_string()));
+    }
+    request.ok_or(BadReview::MissingRequest)
 }
 
 /// Parses, evaluates and answers one review body.

@@ -1,0 +1,322 @@
+//! The server's parse: only as much of a review as the candidate policies can see.
+//!
+//! Building the object tree is the largest single cost of a review. The request's
+//! fields are parsed first, with `object` and `oldObject` kept as raw JSON (checked, not
+//! built); the candidate policies then say what to build: nothing when no policy is a
+//! candidate, `oldObject` only when an expression reads it (or when it is the document,
+//! at DELETE), and the object without `metadata.managedFields` unless a policy can see
+//! that ([`crate::policy::PolicySet::candidate_reads`]).
+//!
+//! The answer is the one [`super::review`] gives (tests compare the two): what is not
+//! built is still read through, and refused where the full parse would refuse it.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Number, Value};
+
+use super::{AdmissionRequest, BadReview, Review, Reviewed, answer, checked};
+use crate::policy::compiled::Operation;
+use crate::policy::{PolicySet, Reads};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IncomingRaw<'a> {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(borrow)]
+    request: Option<AdmissionRequest<&'a RawValue>>,
+}
+
+/// Parses and answers one review body as [`super::review`] does, building only the
+/// parts of the objects the candidate policies can see. `review.request.object` (and
+/// `evaluation.mutated`) may lack `metadata.managedFields`, and the objects are `None`
+/// when no policy is a candidate: use [`super::review`] where the objects matter.
+pub fn review_lean(body: &[u8], policies: &PolicySet) -> Result<Reviewed, BadReview> {
+    let incoming: IncomingRaw<'_> = serde_json::from_slice(body)?;
+    let raw = checked(&incoming.api_version, incoming.kind, incoming.request)?;
+    if raw.uid.is_empty() {
+        return Err(BadReview::MissingUid);
+    }
+    let reads = Operation::parse(&raw.operation).and_then(|operation| {
+        policies.candidate_reads(
+            &raw.resource.resource,
+            raw.sub_resource.as_deref().unwrap_or(""),
+            operation,
+        )
+    });
+    let (object, old_object) = match reads {
+        None => (None, None),
+        Some(reads) => build_objects(raw.object, raw.old_object, reads)?,
+    };
+    // What is not built is still checked as the full parse would check it.
+    for (raw, built, field) in [
+        (raw.object, object.is_some(), "object"),
+        (raw.old_object, old_object.is_some(), "oldObject"),
+    ] {
+        if let (Some(raw), false) = (raw, built) {
+            check(raw.get()).map_err(|error| BadReview::Object { field, error })?;
+        }
+    }
+    let request = raw.with_objects(object, old_object);
+    let review = Review {
+        api_version: incoming.api_version,
+        request,
+    };
+    Ok(answer(review, policies))
+}
+
+type Objects = (Option<Value>, Option<Value>);
+
+fn build_objects(
+    object: Option<&RawValue>,
+    old_object: Option<&RawValue>,
+    reads: Reads,
+) -> Result<Objects, BadReview> {
+    let build = |raw: &RawValue, field: &'static str| {
+        let parsed = if reads.managed_fields {
+            serde_json::from_str(raw.get())
+        } else {
+            object_without_managed_fields(raw.get())
+        };
+        parsed.map_err(|error| BadReview::Object { field, error })
+    };
+    let object = object.map(|raw| build(raw, "object")).transpose()?;
+    // Without an object (DELETE) the old object is the document policies match on.
+    let old_object = match old_object {
+        Some(raw) if object.is_none() => Some(build(raw, "oldObject")?),
+        Some(raw) if reads.old_object => Some(serde_json::from_str(raw.get()).map_err(
+            |error| BadReview::Object {
+                field: "oldObject",
+                error,
+            },
+        )?),
+        _ => None,
+    };
+    Ok((object, old_object))
+}
+
+/// Parses an object as `serde_json` does, leaving out `metadata.managedFields` (which
+/// is still checked as the full parse would check it).
+fn object_without_managed_fields(json: &str) -> Result<Value, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    let value = Level::Root.deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// Checks `json` as building a `Value` from it would (syntax, UTF-8, escapes, numbers
+/// in range, nesting within serde_json's recursion limit) without building anything.
+fn check(json: &str) -> Result<(), serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    Checked.deserialize(&mut deserializer)?;
+    deserializer.end()
+}
+
+/// A value read and dropped, through `deserialize_any` so that the parser's recursion
+/// limit and number parsing apply (serde's `IgnoredAny` skips iteratively and unchecked).
+#[derive(Clone, Copy)]
+struct Checked;
+
+impl<'de> DeserializeSeed<'de> for Checked {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("any valid JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Checked)?.is_some() {
+            map.next_value_seed(Checked)?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Checked)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// Where the parse is: at the object, in its `metadata`, or anywhere else (a `Value`).
+#[derive(Clone, Copy)]
+enum Level {
+    Root,
+    Metadata,
+}
+
+impl<'de> DeserializeSeed<'de> for Level {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// Builds what `serde_json::Value`'s own visitor builds, except under the two levels.
+impl<'de> Visitor<'de> for Level {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("any valid JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut values = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = match (self, key.as_str()) {
+                (Level::Root, "metadata") => map.next_value_seed(Level::Metadata)?,
+                (Level::Metadata, "managedFields") => {
+                    map.next_value_seed(Checked)?;
+                    continue;
+                }
+                _ => map.next_value::<Value>()?,
+            };
+            values.insert(key, value);
+        }
+        Ok(Value::Object(values))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(value) = seq.next_element::<Value>()? {
+            values.push(value);
+        }
+        Ok(Value::Array(values))
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        Value::deserialize(deserializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn managed_fields_are_left_out_and_nothing_else() {
+        let object = json!({
+            "kind": "Pod",
+            "metadata": {"name": "a", "managedFields": [{"manager": "m", "fieldsV1": {"f:x": {}}}], "labels": {"b": "c"}},
+            "spec": {"managedFields": 1, "n": [1, 2.5, -3, null, true, "s\u{e9}"]},
+        });
+        let mut expected = object.clone();
+        expected["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        let parsed = object_without_managed_fields(&object.to_string()).unwrap();
+        assert_eq!(parsed, expected);
+        // The key order is kept.
+        assert_eq!(parsed.to_string(), expected.to_string());
+    }
+
+    #[test]
+    fn values_that_are_not_objects_parse_as_values() {
+        for text in [
+            "[1, {\"metadata\": 2}]",
+            "\"s\"",
+            "null",
+            "{\"metadata\": [1]}",
+        ] {
+            assert_eq!(
+                object_without_managed_fields(text).unwrap(),
+                serde_json::from_str::<Value>(text).unwrap(),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_json_is_refused_even_where_it_is_not_built() {
+        for text in [
+            "{\"metadata\": {\"managedFields\": [1,}}",
+            "{\"metadata\": {}} x",
+            "{\"a\": 1e400}",
+            "{\"metadata\": {\"managedFields\": [1e400]}}",
+            "{\"metadata\": {\"managedFields\": \"\\ud800\"}}",
+        ] {
+            assert!(object_without_managed_fields(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn nesting_beyond_the_recursion_limit_is_refused_where_it_is_not_built() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let text = format!("{{\"metadata\": {{\"managedFields\": {deep}}}}}");
+        assert!(object_without_managed_fields(&text).is_err());
+        assert!(check(&deep).is_err());
+        assert!(check("[[1, {\"a\": [true, null, \"s\"]}]]").is_ok());
+    }
+}

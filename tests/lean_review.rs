@@ -1,0 +1,238 @@
+//! `admission::review_lean` (the server's and `graft review`'s parse, which builds only
+//! what the candidate policies can see) answers exactly as `admission::review` (which
+//! builds everything): on every captured review, every bad input, and policies that
+//! reach `metadata.managedFields` or `oldObject` in each way the analysis must notice.
+
+use std::path::{Path, PathBuf};
+
+use graft::admission;
+use graft::policy::PolicySet;
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn example_policies() -> PolicySet {
+    match graft::policy::load(&[root().join("policies")]) {
+        Ok(loaded) => loaded.set,
+        Err(findings) => panic!("{findings:?}"),
+    }
+}
+
+/// Both parses answer `body` alike: the same response bytes, or both refuse it.
+fn check_same(set: &PolicySet, body: &[u8], what: &str) -> Option<Vec<u8>> {
+    match (
+        admission::review(body, set),
+        admission::review_lean(body, set),
+    ) {
+        (Ok(full), Ok(lean)) => {
+            assert_eq!(
+                String::from_utf8_lossy(&full.to_json()),
+                String::from_utf8_lossy(&lean.to_json()),
+                "{what}"
+            );
+            assert_eq!(full.evaluation.patch, lean.evaluation.patch, "{what}");
+            Some(full.to_json())
+        }
+        (Err(_), Err(_)) => None,
+        (full, lean) => panic!(
+            "{what}: full {:?}, lean {:?}",
+            full.map(|r| r.to_json().len()),
+            lean.map(|r| r.to_json().len())
+        ),
+    }
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("directory")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn captured_reviews_and_bad_inputs_are_answered_alike() {
+    let set = example_policies();
+    let mut files = json_files(&root().join("tests/fixtures"));
+    files.extend(json_files(&root().join("tests/policies/reviews")));
+    files.extend(json_files(&root().join("tests/bad_inputs")));
+    files.push(root().join("benches/fixtures/pod-create-realistic.json"));
+    let mut answered = 0;
+    for file in &files {
+        let body = std::fs::read(file).expect("read");
+        let name = file.display().to_string();
+        let answer = check_same(&set, &body, &name);
+        // The corpus names the status each case must get.
+        let stem = file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if stem.starts_with("400-") {
+            assert!(answer.is_none(), "{name} must be refused");
+        } else {
+            assert!(answer.is_some(), "{name} must be answered");
+            answered += 1;
+        }
+    }
+    assert!(answered >= 10, "{answered}");
+}
+
+fn policy(spec: Value) -> PolicySet {
+    let mut full = json!({
+        "failurePolicy": "Fail",
+        "match": {"resources": ["pods"], "operations": ["CREATE", "UPDATE", "DELETE"]},
+    });
+    if let (Some(full), Value::Object(spec)) = (full.as_object_mut(), spec) {
+        full.extend(spec);
+    }
+    let text = json!({
+        "apiVersion": "graft.dev/v1alpha1",
+        "kind": "MutationPolicy",
+        "metadata": {"name": "reader"},
+        "spec": full,
+    })
+    .to_string();
+    match graft::policy::load_str(Path::new("reader.yaml"), &text) {
+        Ok(loaded) => loaded.set,
+        Err(findings) => panic!("{findings:?}\n{text}"),
+    }
+}
+
+fn pod(manager: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "labels": {"app": "web"},
+            "managedFields": [{"manager": manager, "operation": "Update", "fieldsV1": {"f:metadata": {}}}],
+        },
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    })
+}
+
+fn body(operation: &str, object: Option<Value>, old_object: Option<Value>) -> Vec<u8> {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "ns",
+            "operation": operation,
+            "userInfo": {"username": "u"},
+            "object": object,
+            "oldObject": old_object,
+        }
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Policies that read or write `metadata.managedFields`, each in its own way: every one
+/// changes the object because of what managedFields holds, so a parse that left it out
+/// would answer differently.
+#[test]
+fn policies_that_reach_managed_fields_see_them() {
+    let set_label =
+        |value: &str| json!([{"set": {"path": "$.metadata.labels.seen", "value": value}}]);
+    let cases = [
+        // CEL reading it, directly and through the whole metadata.
+        json!({"mutations": [{"set": {"path": "$.metadata.labels.seen",
+            "value": "{{ object.metadata.managedFields[0].manager }}"}}]}),
+        json!({"mutations": [{"set": {"path": "$.metadata.labels.seen",
+            "value": "{{ string(size(object.metadata)) }}"}}]}),
+        json!({"mutations": [{"set": {"path": "$.metadata.labels.seen",
+            "value": "{{ jsonEncode(object).size() > 200 ? 'big' : 'small' }}"}}]}),
+        // Field tests whose paths reach it.
+        json!({"match": {"resources": ["pods"], "fields": [{"path": "$.metadata.managedFields[0].manager", "equals": "kubectl"}]},
+               "mutations": set_label("kubectl")}),
+        json!({"match": {"resources": ["pods"], "fields": [{"path": "$..manager", "equals": "kubectl"}]},
+               "mutations": set_label("descendant")}),
+        json!({"match": {"resources": ["pods"], "fields": [{"path": "$.metadata.*[0].manager", "equals": "kubectl"}]},
+               "mutations": set_label("wildcard")}),
+        // Writes to it, at it and above it.
+        json!({"mutations": [{"remove": {"path": "$.metadata.managedFields"}}]}),
+        json!({"mutations": [{"set": {"path": "$.metadata.managedFields[0].manager", "value": "graft"}}]}),
+        json!({"mutations": [{"merge": {"value": {"metadata": {"managedFields": null}}}}]}),
+        json!({"mutations": [{"merge": {"path": "$.metadata.managedFields[0]", "value": {"manager": "graft"}}}]}),
+        json!({"mutations": [{"jsonPatch": [{"op": "remove", "path": "/metadata/managedFields/0"}]}]}),
+        json!({"mutations": [{"jsonPatch": [{"op": "copy", "from": "/metadata/managedFields/0/manager", "path": "/metadata/labels/seen"}]}]}),
+    ];
+    for spec in cases {
+        let set = policy(spec.clone());
+        let body = body("CREATE", Some(pod("kubectl")), None);
+        let answer = check_same(&set, &body, &spec.to_string()).expect("answered");
+        let response: Value = serde_json::from_slice(&answer).expect("json");
+        assert!(
+            response["response"]["patch"].is_string(),
+            "{spec}: the policy must change the pod: {response}"
+        );
+    }
+}
+
+/// Policies that stay away from managedFields: the lean parse leaves it out, and the
+/// answer is the same.
+#[test]
+fn policies_that_stay_away_are_answered_alike() {
+    let cases = [
+        json!({"mutations": [{"set": {"path": "$.metadata.labels.x", "value": "{{ object.metadata.name }}"}}]}),
+        json!({"mutations": [{"merge": {"value": {"metadata": {"annotations": {"a": "b"}}, "spec": {"x": 1}}}}]}),
+        json!({"mutations": [{"merge": {"path": "$.metadata.labels", "value": {"l": "v"}}}]}),
+        json!({"mutations": [{"remove": {"path": "$.metadata.labels.app"}}]}),
+        json!({"mutations": [{"set": {"path": "$.spec.containers[*].image", "value": "j"}}]}),
+        json!({"mutations": [{"jsonPatch": [{"op": "add", "path": "/metadata/labels/k", "value": "v"}]}]}),
+    ];
+    for spec in cases {
+        let set = policy(spec.clone());
+        let body = body("CREATE", Some(pod("kubectl")), None);
+        check_same(&set, &body, &spec.to_string()).expect("answered");
+    }
+}
+
+#[test]
+fn old_object_is_built_when_read_or_when_it_is_the_document() {
+    let reads_old = json!({"mutations": [{"set": {"path": "$.metadata.labels.was",
+        "value": "{{ oldObject.metadata.labels.app }}"}}]});
+    let mut old = pod("kubectl");
+    old["metadata"]["labels"]["app"] = json!("old");
+    let update = body("UPDATE", Some(pod("kubectl")), Some(old.clone()));
+    let answer = check_same(&policy(reads_old), &update, "oldObject read").expect("answered");
+    assert!(String::from_utf8_lossy(&answer).contains("patch"));
+
+    // DELETE: no object; policies match on the old one and never patch.
+    let on_labels = json!({"match": {"resources": ["pods"], "labels": {"app": "old"}},
+        "mutations": [{"set": {"path": "$.metadata.labels.x", "value": "y"}}]});
+    let delete = body("DELETE", None, Some(old));
+    check_same(&policy(on_labels), &delete, "delete").expect("answered");
+}
+
+#[test]
+fn requests_no_policy_is_for_are_answered_alike() {
+    let set = example_policies();
+    let mut configmap = body(
+        "CREATE",
+        Some(json!({"kind": "ConfigMap", "data": {"a": "b"}})),
+        None,
+    );
+    check_same(&set, &configmap, "no candidate").expect("answered");
+    // Invalid JSON text is refused by both, even where no policy would look.
+    configmap = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","resource":{"resource":"configmaps"},"object":{"a":[1,}}}"#.to_vec();
+    assert!(check_same(&set, &configmap, "invalid").is_none());
+}
+
+/// The example policies never look at managedFields or oldObject: the server leaves
+/// both unbuilt for them.
+#[test]
+fn example_policies_leave_managed_fields_and_old_objects_unbuilt() {
+    for policy in example_policies().policies() {
+        assert!(!policy.sees_managed_fields(), "{}", policy.name);
+        assert!(!policy.reads_old_object(), "{}", policy.name);
+    }
+}
