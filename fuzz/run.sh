@@ -20,5 +20,5 @@ for target in $targets; do
     cargo $toolchain fuzz run "$target" "$work" "corpus/$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
         -print_final_stats=1 >"$log" 2>&1 || { echo "   FAILED, see fuzz/$log"; tail -n 30 "$log"; }
-    grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+ *DONE' "$log" | sed 's/^/   /' || true
+    grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+[[:space:]]+DONE' "$log" | sed 's/^/   /' || true
 done

@@ -1,16 +1,26 @@
 //! Review handling: arbitrary bytes -> a BadReview error or a well-formed response to
-//! the request's uid, under the four example policies.
+//! the request's uid, under the four example policies. The server's lean parse (which
+//! builds only what the policies can see) must refuse and answer exactly alike.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let set = graft_fuzz::example_policies();
-    if let Ok(review) = graft::admission::parse(data) {
-        // The answer changes the request's object in place: keep the original to patch.
-        let original = review.request.object.clone();
-        let reviewed = graft::admission::answer(review, set);
-        let uid = &reviewed.review.request.uid;
-        graft_fuzz::check_response(&reviewed.to_json(), uid, original.as_ref());
+    let lean = graft::admission::review_lean(data, set);
+    match graft::admission::parse(data) {
+        Ok(review) => {
+            // The answer changes the request's object in place: keep the original to patch.
+            let original = review.request.object.clone();
+            let reviewed = graft::admission::answer(review, set);
+            let uid = &reviewed.review.request.uid;
+            let body = reviewed.to_json();
+            graft_fuzz::check_response(&body, uid, original.as_ref());
+            match lean {
+                Ok(lean) => assert_eq!(lean.to_json(), body, "the lean parse answers differently"),
+                Err(error) => panic!("the lean parse refuses what the full one answers: {error}"),
+            }
+        }
+        Err(_) => assert!(lean.is_err(), "the lean parse answers what the full one refuses"),
     }
 });
