@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::lookup::{child, field};
 use super::path::JsonPath;
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
@@ -115,7 +116,7 @@ impl Blocker<'_> {
 }
 
 fn metadata_map<'v>(object: &'v Value, name: &str) -> Option<&'v serde_json::Map<String, Value>> {
-    object.get("metadata")?.get(name)?.as_object()
+    child(child(object, "metadata")?, name)?.as_object()
 }
 
 /// Kubernetes LabelSelector semantics; a missing map is an empty map.
@@ -123,7 +124,7 @@ pub fn selector_matches(
     requirements: &[Requirement],
     map: Option<&serde_json::Map<String, Value>>,
 ) -> bool {
-    let get = |key: &str| map.and_then(|m| m.get(key)).and_then(Value::as_str);
+    let get = |key: &str| map.and_then(|m| field(m, key)).and_then(Value::as_str);
     requirements.iter().all(|requirement| match requirement {
         Requirement::In(key, values) => get(key).is_some_and(|v| values.iter().any(|x| x == v)),
         Requirement::NotIn(key, values) => get(key).is_none_or(|v| values.iter().all(|x| x != v)),

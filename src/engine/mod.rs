@@ -9,6 +9,7 @@
 
 mod diff;
 pub mod edit;
+mod lookup;
 pub mod matching;
 pub mod path;
 mod run;
@@ -176,6 +177,7 @@ pub fn evaluate_in_place(
     let mut seen: Vec<Option<usize>> = vec![None; candidates.len()];
     let mut done = vec![false; candidates.len()];
     let mut blocked: Vec<Option<Blocker<'_>>> = vec![None; candidates.len()];
+    let mut selector_changes = SelectorChanges::default();
     // One entry per policy that matched, in the order they first matched; a retried
     // policy's later result replaces its earlier one.
     let mut entries: Vec<Entry> = Vec::new();
@@ -185,7 +187,9 @@ pub fn evaluate_in_place(
             if done[i] || seen[i].is_some_and(|v| v == version) {
                 continue;
             }
-            if blocked[i].is_some_and(|blocker| !blocker.may_have_changed(&working.touched)) {
+            if blocked[i].is_some_and(|blocker| {
+                !selector_changes.may_have_changed(blocker, &working.touched, version)
+            }) {
                 seen[i] = Some(version);
                 continue;
             }
@@ -263,6 +267,37 @@ pub fn evaluate_in_place(
     }
     evaluation.patch = working.touched.diff(working.document);
     evaluation
+}
+
+/// Whether the labels or the annotations were written, asked once per change instead of
+/// once per blocked policy: with hundreds of candidates, most are blocked by a selector.
+#[derive(Default)]
+struct SelectorChanges {
+    version: usize,
+    labels: Option<bool>,
+    annotations: Option<bool>,
+}
+
+impl SelectorChanges {
+    fn may_have_changed(
+        &mut self,
+        blocker: Blocker<'_>,
+        touched: &Touched,
+        version: usize,
+    ) -> bool {
+        if self.version != version {
+            *self = SelectorChanges {
+                version,
+                ..SelectorChanges::default()
+            };
+        }
+        let slot = match blocker {
+            Blocker::Labels => &mut self.labels,
+            Blocker::Annotations => &mut self.annotations,
+            Blocker::Field(_) | Blocker::Anything => return blocker.may_have_changed(touched),
+        };
+        *slot.get_or_insert_with(|| blocker.may_have_changed(touched))
+    }
 }
 
 /// What one matched policy did, and the warning it adds to the response.

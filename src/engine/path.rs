@@ -186,7 +186,7 @@ pub fn get<'a>(document: &'a Value, tokens: &[Token]) -> Option<&'a Value> {
     tokens
         .iter()
         .try_fold(document, |value, token| match token {
-            Token::Key(key) => value.as_object()?.get(key),
+            Token::Key(key) => super::lookup::child(value, key),
             Token::Index(index) => {
                 let items = value.as_array()?;
                 items.get(array_index(*index, items.len())?)
@@ -215,7 +215,7 @@ fn resolve(document: &Value, tokens: &[Token]) -> Option<Vec<Token>> {
     for token in tokens {
         match token {
             Token::Key(key) => {
-                value = value.as_object()?.get(key)?;
+                value = super::lookup::child(value, key)?;
                 resolved.push(token.clone());
             }
             Token::Index(index) => {

@@ -298,8 +298,9 @@ fn apply(
 }
 
 fn protected_values(document: &Value) -> [Option<Value>; 3] {
-    let metadata = document.get("metadata");
-    ["name", "namespace", "uid"].map(|key| metadata.and_then(|m| m.get(key)).cloned())
+    let metadata = super::lookup::child(document, "metadata");
+    ["name", "namespace", "uid"]
+        .map(|key| metadata.and_then(|m| super::lookup::child(m, key)).cloned())
 }
 
 /// `spec.mutations[0].set` -> `spec.mutations[0].when`.
