@@ -89,9 +89,10 @@ fn size_units(value: &dyn Val) -> u64 {
         .map_or(0, |sizer| u64::try_from(*sizer.size().inner()).unwrap_or(0))
 }
 
-/// `root` with every comprehension metered. New nodes get ids above the program's.
+/// `root` with every comprehension metered. New nodes get ids counted down from the
+/// largest, far from the parser's, which count up from one.
 pub fn meter(root: &IdedExpr) -> IdedExpr {
-    let mut next_id = max_id(root) + 1;
+    let mut next_id = u64::MAX;
     let mut metered = root.clone();
     meter_node(&mut metered, &mut next_id);
     metered
@@ -209,7 +210,7 @@ fn is_ident(node: &IdedExpr, name: &str) -> bool {
 fn wrap(node: &mut IdedExpr, next_id: &mut u64) {
     let inner = std::mem::take(node);
     let id = *next_id;
-    *next_id += 1;
+    *next_id = next_id.saturating_sub(1);
     *node = IdedExpr {
         id,
         expr: Expr::Call(CallExpr {
@@ -218,46 +219,4 @@ fn wrap(node: &mut IdedExpr, next_id: &mut u64) {
             args: vec![inner],
         }),
     };
-}
-
-/// The largest node id in the tree, walked with an explicit stack.
-fn max_id(root: &IdedExpr) -> u64 {
-    let mut max = 0;
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        max = max.max(node.id);
-        match &node.expr {
-            Expr::Comprehension(c) => stack.extend([
-                &c.iter_range,
-                &c.accu_init,
-                &c.loop_cond,
-                &c.loop_step,
-                &c.result,
-            ]),
-            Expr::Call(call) => {
-                stack.extend(call.target.as_deref());
-                stack.extend(call.args.iter());
-            }
-            Expr::List(list) => stack.extend(list.elements.iter()),
-            Expr::Map(map) => push_entry_nodes(&mut stack, &map.entries, &mut max),
-            Expr::Struct(s) => push_entry_nodes(&mut stack, &s.entries, &mut max),
-            Expr::Select(select) => stack.push(&select.operand),
-            Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
-        }
-    }
-    max
-}
-
-fn push_entry_nodes<'e>(
-    stack: &mut Vec<&'e IdedExpr>,
-    entries: &'e [cel::common::ast::IdedEntryExpr],
-    max: &mut u64,
-) {
-    for entry in entries {
-        *max = (*max).max(entry.id);
-        match &entry.expr {
-            EntryExpr::StructField(field) => stack.push(&field.value),
-            EntryExpr::MapEntry(entry) => stack.extend([&entry.key, &entry.value]),
-        }
-    }
 }
