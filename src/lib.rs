@@ -10,7 +10,8 @@
 //! - [`expr`]: CEL expressions and `{{ }}` templates, with the Kubernetes helpers.
 //! - [`k8s`]: Kubernetes value formats (quantities, pod ordinals, Multus annotations).
 //! - [`offline`]: admission requests for objects outside a cluster (`graft apply`, `graft test`).
-//! - [`admission`]: AdmissionReview parsing and responses; shared by the server and the CLI.
+//! - [`admission`]: AdmissionReview parsing (the server's builds only what the policies can
+//!   see) and responses; shared by the server and the CLI.
 //! - [`server`]: `graft serve`, the HTTPS admission server (TLS, routes, probes, shutdown).
 //! - [`metrics`]: the Prometheus metrics and their registry.
 //! - [`watch`]: debounced directory watching for mounted ConfigMaps and Secrets.

@@ -1,8 +1,9 @@
-//! AdmissionReview in and out: the one path shared by `graft serve` and `graft review`,
-//! so the two can never disagree.
+//! AdmissionReview in and out: the one path shared by `graft serve` and `graft review`
+//! ([`review_lean`]), so the two can never disagree.
 //!
-//! Requests are parsed into borrowed-free owned types once; responses are serialised
-//! straight from typed structs (no intermediate `Value` tree).
+//! [`review`] builds the whole request; [`review_lean`] builds only what the candidate
+//! policies can see and answers alike. Responses are serialised straight from typed
+//! structs (no intermediate `Value` tree).
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
