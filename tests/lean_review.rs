@@ -209,8 +209,18 @@ fn old_object_is_built_when_read_or_when_it_is_the_document() {
     // DELETE: no object; policies match on the old one and never patch.
     let on_labels = json!({"match": {"resources": ["pods"], "labels": {"app": "old"}},
         "mutations": [{"set": {"path": "$.metadata.labels.x", "value": "y"}}]});
-    let delete = body("DELETE", None, Some(old));
+    let delete = body("DELETE", None, Some(old.clone()));
     check_same(&policy(on_labels), &delete, "delete").expect("answered");
+
+    // DELETE with an expression reading the old object's managedFields: it is built whole.
+    let validates_old = json!({"validations": [{
+        "expression": "oldObject.metadata.managedFields[0].manager == 'kubectl'",
+        "message": "the old object was last managed by kubectl",
+    }], "mutations": [{"set": {"path": "$.metadata.labels.x", "value": "y"}}]});
+    let answer =
+        check_same(&policy(validates_old), &delete, "delete, oldObject read").expect("answered");
+    let response: Value = serde_json::from_slice(&answer).expect("json");
+    assert_eq!(response["response"]["allowed"], true, "{response}");
 }
 
 #[test]

@@ -77,24 +77,26 @@ fn build_objects(
     old_object: Option<&RawValue>,
     reads: Reads,
 ) -> Result<Objects, BadReview> {
-    let build = |raw: &RawValue, field: &'static str| {
-        let parsed = if reads.managed_fields {
-            serde_json::from_str(raw.get())
-        } else {
+    let build = |raw: &RawValue, field: &'static str, without_managed_fields: bool| {
+        let parsed = if without_managed_fields {
             object_without_managed_fields(raw.get())
+        } else {
+            serde_json::from_str(raw.get())
         };
         parsed.map_err(|error| BadReview::Object { field, error })
     };
-    let object = object.map(|raw| build(raw, "object")).transpose()?;
-    // Without an object (DELETE) the old object is the document policies match on.
+    let object = object
+        .map(|raw| build(raw, "object", !reads.managed_fields))
+        .transpose()?;
     let old_object = match old_object {
-        Some(raw) if object.is_none() => Some(build(raw, "oldObject")?),
-        Some(raw) if reads.old_object => Some(serde_json::from_str(raw.get()).map_err(
-            |error| BadReview::Object {
-                field: "oldObject",
-                error,
-            },
+        // Without an object (DELETE) the old object is the document policies match on;
+        // an expression reading `oldObject` may still read all of it.
+        Some(raw) if object.is_none() => Some(build(
+            raw,
+            "oldObject",
+            !reads.managed_fields && !reads.old_object,
         )?),
+        Some(raw) if reads.old_object => Some(build(raw, "oldObject", false)?),
         _ => None,
     };
     Ok((object, old_object))
