@@ -14,6 +14,7 @@
 //!   see) and responses; shared by the server and the CLI.
 //! - [`server`]: `graft serve`, the HTTPS admission server (TLS, routes, probes, shutdown).
 //! - [`metrics`]: the Prometheus metrics and their registry.
+//! - [`namespaces`]: what a review knows of its namespace, and where that comes from.
 //! - [`watch`]: debounced directory watching for mounted ConfigMaps and Secrets.
 //! - [`webhook`]: renders the MutatingWebhookConfiguration a policy set needs.
 //! - [`certs`]: a CA and serving certificate for the webhook Service (`graft certs`).
@@ -27,6 +28,7 @@ pub mod engine;
 pub mod expr;
 pub mod k8s;
 pub mod metrics;
+pub mod namespaces;
 pub mod offline;
 pub mod policy;
 pub mod server;
