@@ -10,12 +10,30 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use serde_json::{Value, json};
+
 /// The metadata of a Namespace that policies can see.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Namespace {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
+}
+
+impl Namespace {
+    /// The `namespaceObject` CEL variable: the Namespace as a Kubernetes object, with
+    /// the metadata graft knows (name, labels, annotations).
+    pub fn to_object(&self) -> Value {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": self.name,
+                "labels": self.labels,
+                "annotations": self.annotations,
+            },
+        })
+    }
 }
 
 /// The request namespace's data, as the caller resolved it.
@@ -28,12 +46,120 @@ pub enum NamespaceData {
     Known(Arc<Namespace>),
     /// The source was asked and does not know the namespace; `source` names it.
     NotFound { name: String, source: &'static str },
+    /// The caller did not ask: the request is cluster-scoped, or no candidate policy
+    /// needs namespace data, so nothing will read it.
+    NotLookedUp,
+}
+
+impl NamespaceData {
+    /// The namespace, or why a policy that needs it cannot have it.
+    pub fn known(&self, name: &str) -> Result<&Namespace, String> {
+        match self {
+            NamespaceData::Known(namespace) => Ok(namespace),
+            NamespaceData::NotFound { name, source } => {
+                Err(format!("namespace {name:?} is not in {source}"))
+            }
+            NamespaceData::Unavailable { hint } => {
+                Err(format!("no data for namespace {name:?}: {hint}"))
+            }
+            NamespaceData::NotLookedUp => Err(format!(
+                "namespace {name:?} was not looked up (a policy set and its candidates disagree)"
+            )),
+        }
+    }
 }
 
 /// Where namespace data comes from.
 pub trait NamespaceSource: Send + Sync {
     /// The data of the namespace called `name`.
     fn namespace_data(&self, name: &str) -> NamespaceData;
+}
+
+/// Why a list of Namespace objects cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum NamespacesError {
+    #[error(transparent)]
+    Documents(#[from] crate::offline::ObjectsError),
+    #[error("object {index}{name}: {reason}")]
+    Object {
+        index: usize,
+        /// ` (namespace NAME)` when the name is known.
+        name: String,
+        reason: String,
+    },
+}
+
+/// Reads Namespace objects from YAML or JSON text: several documents, and `kind: List`
+/// items. Every object must be a `v1` Namespace with a name; names are unique.
+pub fn read_namespaces(text: &str) -> Result<Vec<Namespace>, NamespacesError> {
+    let objects = crate::offline::read_objects(text)?;
+    let mut namespaces: Vec<Namespace> = Vec::with_capacity(objects.len());
+    for (index, object) in objects.iter().enumerate() {
+        let index = index + 1;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(|name| format!(" (namespace {name})"))
+            .unwrap_or_default();
+        let namespace =
+            Namespace::from_object(object).map_err(|reason| NamespacesError::Object {
+                index,
+                name: name.clone(),
+                reason,
+            })?;
+        if namespaces.iter().any(|known| known.name == namespace.name) {
+            return Err(NamespacesError::Object {
+                index,
+                name,
+                reason: "the namespace is given twice".to_string(),
+            });
+        }
+        namespaces.push(namespace);
+    }
+    Ok(namespaces)
+}
+
+impl Namespace {
+    /// The Namespace a Kubernetes object describes: `apiVersion: v1`, `kind: Namespace`,
+    /// a name, and labels and annotations whose values are strings.
+    pub fn from_object(object: &Value) -> Result<Namespace, String> {
+        let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or_default();
+        if text("kind") != "Namespace" {
+            return Err(format!("kind must be Namespace, got {:?}", text("kind")));
+        }
+        if text("apiVersion") != "v1" {
+            return Err(format!(
+                "apiVersion must be v1, got {:?}",
+                text("apiVersion")
+            ));
+        }
+        let metadata = object.get("metadata");
+        let name = metadata
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .filter(|name| !name.is_empty())
+            .ok_or("metadata.name must be a non-empty string")?;
+        let map = |key: &str| -> Result<BTreeMap<String, String>, String> {
+            match metadata.and_then(|m| m.get(key)) {
+                None | Some(Value::Null) => Ok(BTreeMap::new()),
+                Some(Value::Object(map)) => map
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Value::String(v) => Ok((k.clone(), v.clone())),
+                        other => Err(format!(
+                            "metadata.{key}.{k}: expected a string, got {other} (quote it)"
+                        )),
+                    })
+                    .collect(),
+                Some(other) => Err(format!("metadata.{key}: expected a map, got {other}")),
+            }
+        };
+        Ok(Namespace {
+            name: name.to_string(),
+            labels: map("labels")?,
+            annotations: map("annotations")?,
+        })
+    }
 }
 
 /// No namespace data: what offline commands use without `--namespaces`.

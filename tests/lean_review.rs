@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use graft::admission;
+use graft::namespaces::{Namespace, NamespaceMap};
 use graft::policy::PolicySet;
 use serde_json::{Value, json};
 
@@ -20,11 +21,26 @@ fn example_policies() -> PolicySet {
     }
 }
 
+/// The namespaces the reviews are in: `dynamo-system` labelled for sidecar injection.
+fn namespaces() -> &'static NamespaceMap {
+    static MAP: std::sync::OnceLock<NamespaceMap> = std::sync::OnceLock::new();
+    MAP.get_or_init(|| {
+        NamespaceMap::new(
+            [Namespace {
+                name: "dynamo-system".to_string(),
+                labels: [("sidecar-injection".to_string(), "enabled".to_string())].into(),
+                annotations: [("owner".to_string(), "dynamo".to_string())].into(),
+            }],
+            "the test's namespaces",
+        )
+    })
+}
+
 /// Both parses answer `body` alike: the same response bytes, or both refuse it.
 fn check_same(set: &PolicySet, body: &[u8], what: &str) -> Option<Vec<u8>> {
     match (
-        admission::review(body, set),
-        admission::review_lean(body, set),
+        admission::review(body, set, namespaces()),
+        admission::review_lean(body, set, namespaces()),
     ) {
         (Ok(full), Ok(lean)) => {
             assert_eq!(

@@ -8,6 +8,7 @@ use std::path::Path;
 use base64::Engine as _;
 use graft::admission::{self, AdmissionRequest, ResponseReview};
 use graft::engine::Outcome;
+use graft::namespaces::{Namespace, NamespaceMap};
 use graft::policy::PolicySet;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -344,12 +345,12 @@ fn reviewed(
     version: &str,
 ) -> Result<Option<Value>, TestCaseError> {
     let body = review_body(object, version);
-    let reviewed = admission::review(&body, set)
+    let reviewed = admission::review(&body, set, namespaces())
         .map_err(|e| TestCaseError::fail(format!("review refused: {e}")))?;
     let patched = check_response(&reviewed.to_json(), version, object)?;
     prop_assert_eq!(patched.as_ref(), reviewed.evaluation.mutated.as_ref());
     // The server's parse, which builds only what the policies can see, answers alike.
-    let lean = admission::review_lean(&body, set)
+    let lean = admission::review_lean(&body, set, namespaces())
         .map_err(|e| TestCaseError::fail(format!("lean review refused: {e}")))?;
     prop_assert_eq!(lean.to_json(), reviewed.to_json());
     Ok(patched)
@@ -358,7 +359,8 @@ fn reviewed(
 /// The patch applies to the original and yields the engine's mutation; a second pass
 /// over the result yields an empty patch.
 fn converges(request: &AdmissionRequest, set: &PolicySet) -> Result<(), TestCaseError> {
-    let first = graft::engine::evaluate(request, set);
+    let namespace = admission::resolve_namespace(request, set, namespaces());
+    let first = graft::engine::evaluate(request, &namespace, set);
     if first.outcome != Outcome::Allowed || first.patch.0.is_empty() {
         return Ok(());
     }
@@ -368,7 +370,7 @@ fn converges(request: &AdmissionRequest, set: &PolicySet) -> Result<(), TestCase
     prop_assert_eq!(Some(&patched), first.mutated.as_ref());
     let mut again = request.clone();
     again.object = Some(patched);
-    let second = graft::engine::evaluate(&again, set);
+    let second = graft::engine::evaluate(&again, &namespace, set);
     prop_assert_eq!(&second.outcome, &Outcome::Allowed);
     prop_assert!(
         second.patch.0.is_empty(),
@@ -377,6 +379,33 @@ fn converges(request: &AdmissionRequest, set: &PolicySet) -> Result<(), TestCase
         first.patch
     );
     Ok(())
+}
+
+/// The namespaces the generated requests are in: `default` and `kube-system` labelled
+/// for sidecar injection (kube-system is still excluded by the example), `ns` and
+/// `dynamo-system` not.
+fn namespaces() -> &'static NamespaceMap {
+    static MAP: std::sync::OnceLock<NamespaceMap> = std::sync::OnceLock::new();
+    MAP.get_or_init(|| {
+        let namespace = |name: &str, labelled: bool| Namespace {
+            name: name.to_string(),
+            labels: if labelled {
+                [("sidecar-injection".to_string(), "enabled".to_string())].into()
+            } else {
+                Default::default()
+            },
+            annotations: Default::default(),
+        };
+        NamespaceMap::new(
+            [
+                namespace("default", true),
+                namespace("kube-system", true),
+                namespace("ns", false),
+                namespace("dynamo-system", false),
+            ],
+            "the test's namespaces",
+        )
+    })
 }
 
 fn pod_request(object: Value, namespace: &str) -> AdmissionRequest {
@@ -431,7 +460,8 @@ proptest! {
     ) {
         let set = load(&text)?;
         let request = pod_request(object.clone(), "ns");
-        let evaluation = graft::engine::evaluate(&request, &set);
+        let namespace = admission::resolve_namespace(&request, &set, namespaces());
+        let evaluation = graft::engine::evaluate(&request, &namespace, &set);
         let mutated = evaluation.mutated.as_ref().unwrap_or(&object);
         prop_assert_eq!(&evaluation.patch, &json_patch::diff(&object, mutated));
     }

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::input::load_policies;
 use crate::admission::{self, AdmissionRequest};
 use crate::engine::{self, Evaluation, Outcome};
+use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};
 use crate::offline::{self, RequestOptions};
 use crate::policy::PolicySet;
 
@@ -50,6 +51,14 @@ pub struct SuiteMetadata {
 pub struct SuiteSpec {
     /// Policy files or directories, relative to the suite file.
     pub policies: Vec<PathBuf>,
+    /// Namespace objects the cases' requests are in, for policies that use
+    /// `namespaceSelector` or `namespaceObject`.
+    #[serde(default)]
+    pub namespaces: Vec<Value>,
+    /// More Namespace objects, from a YAML or JSON file relative to the suite (several
+    /// documents or `kind: List`).
+    #[serde(default)]
+    pub namespaces_file: Option<PathBuf>,
     pub cases: Vec<Case>,
 }
 
@@ -163,12 +172,14 @@ pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
     let base = file.parent().unwrap_or(Path::new("."));
     let policy_paths: Vec<PathBuf> = suite.spec.policies.iter().map(|p| base.join(p)).collect();
     let set = load_policies(&policy_paths)?;
+    let namespaces = suite_namespaces(&suite.spec, base)
+        .with_context(|| format!("{}: spec.namespaces", file.display()))?;
     suite
         .spec
         .cases
         .iter()
         .map(|case| {
-            let failure = run_case(case, base, &set)
+            let failure = run_case(case, base, &set, namespaces.as_ref())
                 .with_context(|| format!("{}: case {:?}", file.display(), case.name))?;
             Ok(CaseResult {
                 suite: suite.metadata.name.clone(),
@@ -179,10 +190,42 @@ pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
         .collect()
 }
 
-fn run_case(case: &Case, base: &Path, set: &PolicySet) -> anyhow::Result<Option<String>> {
+/// The suite's namespaces: inline, from `namespacesFile`, or none at all.
+fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Box<dyn NamespaceSource>> {
+    if spec.namespaces.is_empty() && spec.namespaces_file.is_none() {
+        return Ok(Box::new(NoNamespaces {
+            hint: "list the Namespace objects under the suite's spec.namespaces",
+        }));
+    }
+    // One document list, so inline and file namespaces are checked alike (a name given
+    // twice across the two is an error).
+    let mut objects = spec.namespaces.clone();
+    if let Some(path) = &spec.namespaces_file {
+        let path = base.join(path);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        objects.extend(
+            offline::read_objects(&text).with_context(|| format!("reading {}", path.display()))?,
+        );
+    }
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    let namespaces = namespaces::read_namespaces(&serde_json::to_string(&list)?)?;
+    Ok(Box::new(NamespaceMap::new(
+        namespaces,
+        "the suite's namespaces",
+    )))
+}
+
+fn run_case(
+    case: &Case,
+    base: &Path,
+    set: &PolicySet,
+    namespaces: &dyn NamespaceSource,
+) -> anyhow::Result<Option<String>> {
     let request = case_request(case, base)?;
     let original = request.object.clone();
-    let evaluation = engine::evaluate(&request, set);
+    let namespace = admission::resolve_namespace(&request, set, namespaces);
+    let evaluation = engine::evaluate(&request, &namespace, set);
     let mut problems = Vec::new();
     check_outcome(case, base, &evaluation, original.as_ref(), &mut problems)?;
     for expected in &case.expect.warnings {
@@ -212,7 +255,7 @@ fn run_case(case: &Case, base: &Path, set: &PolicySet) -> anyhow::Result<Option<
     }
     if let Some(original) = &original {
         check_patch_applies(original, &evaluation, &mut problems);
-        check_converges(&request, &evaluation, set, &mut problems);
+        check_converges(&request, &evaluation, &namespace, set, &mut problems);
     }
     Ok((!problems.is_empty()).then(|| problems.join("\n")))
 }
@@ -338,6 +381,7 @@ fn check_patch_applies(original: &Value, evaluation: &Evaluation, problems: &mut
 fn check_converges(
     request: &AdmissionRequest,
     evaluation: &Evaluation,
+    namespace: &namespaces::NamespaceData,
     set: &PolicySet,
     problems: &mut Vec<String>,
 ) {
@@ -346,7 +390,7 @@ fn check_converges(
     };
     let mut again = request.clone();
     again.object = Some(mutated.clone());
-    let second = engine::evaluate(&again, set);
+    let second = engine::evaluate(&again, namespace, set);
     if !second.patch.0.is_empty() {
         problems.push(format!(
             "not convergent: a second pass gives patch {}",

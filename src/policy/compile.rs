@@ -1,6 +1,8 @@
 //! Compiling a parsed document: every path, regex and expression is checked here,
 //! and every problem becomes a finding naming the file, line, policy and field.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::compiled::{
@@ -94,6 +96,7 @@ fn is_empty_match(m: &Match) -> bool {
     m.resources.is_empty()
         && m.operations.is_empty()
         && m.namespaces.is_empty()
+        && m.namespace_selector.is_none()
         && m.labels.is_empty()
         && m.label_selector.is_none()
         && m.annotations.is_empty()
@@ -202,6 +205,23 @@ impl Compiler<'_> {
             .iter()
             .map(|n| NamePattern(n.clone()))
             .collect();
+        conditions.namespace_selector = m.namespace_selector.as_ref().map(|selector| {
+            let at = format!("{field}.namespaceSelector");
+            let requirements = self.selector(&at, &BTreeMap::new(), Some(selector));
+            if requirements.is_empty() && selector.match_expressions.is_empty() {
+                let effect = if field == "spec.match" {
+                    "it changes nothing"
+                } else {
+                    "the exclude block skips every namespaced request and every Namespace"
+                };
+                self.warning(
+                    &at,
+                    "namespaceSelector",
+                    format!("an empty namespaceSelector selects every namespace: {effect}"),
+                );
+            }
+            requirements
+        });
         conditions.labels = self.selector(
             &format!("{field}.labelSelector"),
             &m.labels,
@@ -246,7 +266,7 @@ impl Compiler<'_> {
     fn selector(
         &mut self,
         field: &str,
-        shorthand: &std::collections::BTreeMap<String, String>,
+        shorthand: &BTreeMap<String, String>,
         selector: Option<&LabelSelector>,
     ) -> Vec<Requirement> {
         let mut requirements: Vec<Requirement> = shorthand
