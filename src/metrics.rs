@@ -115,6 +115,9 @@ pub struct Metrics {
     errors: Family<ReasonLabels, Counter>,
     tls_reloads: Family<ResultLabels, Counter>,
     tls_expiry: Gauge<f64, AtomicU64>,
+    namespace_last_sync: Gauge<f64, AtomicU64>,
+    namespace_watch_restarts: Counter,
+    namespaces_cached: Gauge,
 }
 
 impl Metrics {
@@ -134,6 +137,9 @@ impl Metrics {
         let errors = Family::<ReasonLabels, Counter>::default();
         let tls_reloads = Family::<ResultLabels, Counter>::default();
         let tls_expiry = Gauge::<f64, AtomicU64>::default();
+        let namespace_last_sync = Gauge::<f64, AtomicU64>::default();
+        let namespace_watch_restarts = Counter::default();
+        let namespaces_cached = Gauge::default();
         let build = Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]);
 
         // prometheus-client appends `_total` to counters and `_info` to info metrics.
@@ -189,6 +195,24 @@ impl Metrics {
             "notAfter of the serving certificate, as a Unix timestamp",
             tls_expiry.clone(),
         );
+        // Registered whether or not the policy set needs namespace data, so alerts on
+        // them have a series to read (0 before the first sync).
+        registry.register(
+            "graft_namespace_cache_last_sync_timestamp_seconds",
+            "When the namespace cache last listed the namespaces or received a watch event, \
+             as a Unix timestamp; 0 before the first",
+            namespace_last_sync.clone(),
+        );
+        registry.register(
+            "graft_namespace_cache_watch_restarts",
+            "Times the namespace watch failed and was restarted (with backoff)",
+            namespace_watch_restarts.clone(),
+        );
+        registry.register(
+            "graft_namespace_cache_namespaces",
+            "Namespaces in the namespace cache",
+            namespaces_cached.clone(),
+        );
         registry.register("graft_build", "Build information", build);
 
         Metrics {
@@ -204,6 +228,9 @@ impl Metrics {
             errors,
             tls_reloads,
             tls_expiry,
+            namespace_last_sync,
+            namespace_watch_restarts,
+            namespaces_cached,
         }
     }
 
@@ -269,11 +296,19 @@ impl Metrics {
     }
 
     fn policy_files_valid(&self) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_secs_f64())
-            .unwrap_or_default();
-        self.policy_last_success.set(now);
+        self.policy_last_success.set(unix_now());
+    }
+
+    /// Records a successful list or watch event of the namespace cache, and its size.
+    pub fn namespace_cache_synced(&self, namespaces: usize) {
+        self.namespace_last_sync.set(unix_now());
+        self.namespaces_cached
+            .set(i64::try_from(namespaces).unwrap_or(i64::MAX));
+    }
+
+    /// Counts one failure of the namespace watch (it restarts after a backoff).
+    pub fn namespace_watch_restarted(&self) {
+        self.namespace_watch_restarts.inc();
     }
 
     pub fn admission_error(&self, reason: ErrorReason) {
@@ -305,6 +340,14 @@ impl Metrics {
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
+}
+
+/// Seconds since the Unix epoch, as Prometheus timestamps are given.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs_f64())
+        .unwrap_or_default()
 }
 
 impl Default for Metrics {
@@ -344,8 +387,31 @@ mod tests {
             "graft_policy_last_reload_success_timestamp_seconds",
             "graft_tls_certificate_expiry_timestamp_seconds",
             "graft_build_info{version=",
+            "graft_namespace_cache_last_sync_timestamp_seconds 0",
+            "graft_namespace_cache_watch_restarts_total 0",
+            "graft_namespace_cache_namespaces 0",
         ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }
+    }
+
+    #[test]
+    fn namespace_cache_metrics_move() {
+        let metrics = Metrics::new();
+        metrics.namespace_cache_synced(7);
+        metrics.namespace_watch_restarted();
+        let text = metrics.encode();
+        assert!(
+            text.contains("graft_namespace_cache_watch_restarts_total 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("graft_namespace_cache_namespaces 7"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("graft_namespace_cache_last_sync_timestamp_seconds 0.0"),
+            "{text}"
+        );
     }
 }

@@ -78,7 +78,12 @@ fn check_install(objects: &[Value]) {
             object["kind"],
             object["metadata"]["name"]
         );
-        let cluster_scoped = ["Namespace", "MutatingWebhookConfiguration"];
+        let cluster_scoped = [
+            "Namespace",
+            "MutatingWebhookConfiguration",
+            "ClusterRole",
+            "ClusterRoleBinding",
+        ];
         if !cluster_scoped.contains(&object["kind"].as_str().unwrap_or_default()) {
             assert_eq!(object["metadata"]["namespace"], "graft", "{object}");
         }
@@ -88,6 +93,7 @@ fn check_install(objects: &[Value]) {
     let account = find(objects, "ServiceAccount", "graft");
     assert_eq!(account["automountServiceAccountToken"], false);
 
+    check_rbac(objects);
     check_deployment(find(objects, "Deployment", "graft"));
     check_configmap(find(objects, "ConfigMap", "graft-policies"));
     check_service(find(objects, "Service", "graft"));
@@ -109,6 +115,50 @@ fn check_install(objects: &[Value]) {
     assert_eq!(metric["resource"]["name"], "cpu");
 
     check_webhooks(find(objects, "MutatingWebhookConfiguration", "graft"));
+}
+
+/// graft may get, list and watch Namespaces, and do nothing else: one ClusterRole with
+/// exactly that rule, bound to graft's ServiceAccount and to nobody else, and no other
+/// role or binding.
+fn check_rbac(objects: &[Value]) {
+    let rbac: Vec<&Value> = objects
+        .iter()
+        .filter(|o| {
+            o["apiVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("rbac.authorization.k8s.io/")
+        })
+        .collect();
+    let kinds: Vec<&str> = rbac.iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding"], "RBAC objects");
+    let role = find(objects, "ClusterRole", "graft-namespace-reader");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{
+            "apiGroups": [""],
+            "resources": ["namespaces"],
+            "verbs": ["get", "list", "watch"],
+        }]),
+        "graft reads Namespaces and nothing else"
+    );
+    assert!(
+        role["aggregationRule"].is_null(),
+        "no aggregated permissions"
+    );
+    let binding = find(objects, "ClusterRoleBinding", "graft-namespace-reader");
+    assert_eq!(
+        binding["roleRef"],
+        serde_json::json!({
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "graft-namespace-reader",
+        })
+    );
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "graft", "namespace": "graft"}])
+    );
 }
 
 fn check_deployment(deployment: &Value) {
@@ -225,6 +275,46 @@ fn check_deployment(deployment: &Value) {
         Some(Value::from("/etc/graft/policies"))
     );
     assert_eq!(mount_path(&tls), Some(Value::from("/etc/graft/tls")));
+
+    // The one API credential: a projected, kubelet-rotated token where the in-cluster
+    // configuration reads it, mounted read-only (automount stays off).
+    let token_volumes: Vec<&Value> = pod["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| contains_key(&v["projected"], "serviceAccountToken"))
+        .collect();
+    assert_eq!(token_volumes.len(), 1, "exactly one token volume");
+    let token_volume = token_volumes[0];
+    let sources = token_volume["projected"]["sources"]
+        .as_array()
+        .expect("projected sources");
+    let expiration = sources
+        .iter()
+        .find_map(|s| s["serviceAccountToken"]["expirationSeconds"].as_u64())
+        .unwrap_or(0);
+    assert!(
+        (600..=86_400).contains(&expiration),
+        "a short-lived token, not {expiration} s"
+    );
+    assert!(
+        sources
+            .iter()
+            .any(|s| s["configMap"]["name"] == "kube-root-ca.crt"),
+        "the cluster CA is mounted beside the token"
+    );
+    let token_name = token_volume["name"].as_str().expect("volume name");
+    let token_mount = container["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["name"] == token_name)
+        .expect("the token volume is mounted");
+    assert_eq!(
+        token_mount["mountPath"],
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    assert_eq!(token_mount["readOnly"], true);
 
     // The private key is not world-readable, yet readable by graft through its group.
     let tls_volume = pod["volumes"]

@@ -28,6 +28,10 @@ async fn setup(adjust: impl FnOnce(&mut graft::server::Limits)) -> Result<Setup>
     let pki = Pki::new("test apiserver CA")?;
     let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
     let mut config = config(&example_policies(), &secret);
+    // The sidecar example reads namespace labels; no cluster here, so a fixed set.
+    config.namespaces = graft::server::config::NamespaceConfig::File(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policies/objects/namespaces.yaml"),
+    );
     adjust(&mut config.limits);
     let server = start(config).await?;
     Ok(Setup {

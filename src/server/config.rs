@@ -52,6 +52,26 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// How certificate (and later policy) directories are watched.
     pub watch: WatchConfig,
+    /// Where namespace data comes from while the policy set needs it.
+    pub namespaces: NamespaceConfig,
+}
+
+/// Where the server gets the namespace data that `namespaceSelector` and
+/// `namespaceObject` read. Consulted only while the policy set needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamespaceConfig {
+    /// A cache fed by list + watch of the Kubernetes API: the in-cluster configuration,
+    /// or the current context of `kubeconfig`.
+    Api { kubeconfig: Option<PathBuf> },
+    /// A fixed set of Namespace objects read from this file at startup, as the offline
+    /// commands' `--namespaces` (local runs without a cluster).
+    File(PathBuf),
+}
+
+impl Default for NamespaceConfig {
+    fn default() -> Self {
+        NamespaceConfig::Api { kubeconfig: None }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -8,6 +8,9 @@
 //! - [`tls`]: certificates, the swappable resolver, the rustls configuration.
 //! - [`cert_reload`]: reloading the certificate when its directory changes.
 //! - [`policy_reload`]: reloading the policy set when its directory changes.
+//! - [`namespace_cache`]: Namespace metadata from list + watch, for namespace-aware policies.
+//! - [`namespace_supply`]: running that cache only while the policy set needs it.
+//! - [`kube_api`]: the Kubernetes API client (in-cluster, or `--kubeconfig`).
 //! - [`routes`]: `POST /mutate`.
 //! - [`ops`]: `/healthz`, `/readyz`, `/metrics` on a plain-HTTP listener.
 //! - [`state`]: what handlers and reloaders share (policy set, readiness, metrics).
@@ -15,6 +18,9 @@
 
 pub mod cert_reload;
 pub mod config;
+pub mod kube_api;
+pub mod namespace_cache;
+pub mod namespace_supply;
 pub mod ops;
 pub mod policy_reload;
 pub mod routes;
@@ -39,6 +45,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 pub use config::{CertSource, Config, Limits};
+pub use namespace_supply::NamespaceSupply;
 pub use policy_reload::{PolicyReloadStatus, PolicyReloader};
 pub use state::State;
 
@@ -60,6 +67,10 @@ pub enum StartError {
     Tls(#[from] tls::TlsError),
     #[error(transparent)]
     Watch(#[from] crate::watch::WatchError),
+    #[error(transparent)]
+    Namespaces(#[from] kube_api::ConnectError),
+    #[error(transparent)]
+    NamespacesFile(#[from] namespace_supply::NamespacesFileError),
 }
 
 /// A started server.
@@ -110,10 +121,16 @@ pub async fn start(
     if loaded.set.is_empty() {
         tracing::warn!("the policy set is empty: graft changes nothing");
     }
+    let namespaces = NamespaceSupply::new(&config.namespaces, state.clone(), stopped.clone())?;
+    // Without a way to reach the API a namespace-aware set cannot be served correctly,
+    // so that is as fatal as an invalid set. The first list is not awaited: /readyz
+    // reports it.
+    namespaces.prepare(&loaded.set, Duration::ZERO).await?;
     state.install_policies(loaded.set);
     PolicyReloader {
         paths: config.policies.clone(),
         state: state.clone(),
+        namespaces,
     }
     .spawn(policy_watcher, stopped.clone());
 

@@ -58,7 +58,7 @@ fn respond(request: &Request<Incoming>, state: &State) -> Response<Full<Bytes>> 
     }
     match request.uri().path() {
         "/healthz" => text(StatusCode::OK, "ok\n"),
-        "/readyz" if state.readiness.is_ready() => text(StatusCode::OK, "ready\n"),
+        "/readyz" if state.is_ready() => text(StatusCode::OK, "ready\n"),
         "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
         "/metrics" => {
             let mut response = text(StatusCode::OK, "");

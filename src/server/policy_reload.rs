@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::State;
+use super::namespace_supply::{NamespaceSupply, RELOAD_SYNC_WAIT};
 use crate::metrics::ReloadResult;
 use crate::policy::{self, Findings, Loaded};
 use crate::watch::{WatchConfig, WatchError, Watcher};
@@ -35,6 +36,9 @@ pub struct PolicyReloadStatus {
 pub struct PolicyReloader {
     pub paths: Vec<PathBuf>,
     pub state: Arc<State>,
+    /// Starts the namespace cache before a set that needs it, stops it after one that
+    /// does not.
+    pub namespaces: NamespaceSupply,
 }
 
 impl PolicyReloader {
@@ -80,7 +84,20 @@ impl PolicyReloader {
             }
         };
         match loaded {
-            Ok(loaded) => self.install(loaded),
+            Ok(loaded) => {
+                if let Err(error) = self.namespaces.prepare(&loaded.set, RELOAD_SYNC_WAIT).await {
+                    tracing::error!(
+                        %error,
+                        revision = self.state.policies.load().revision(),
+                        "policy set not reloaded; keeping the running set"
+                    );
+                    self.record(ReloadResult::Error);
+                    return ReloadResult::Error;
+                }
+                let result = self.install(loaded);
+                self.namespaces.release_if_unneeded();
+                result
+            }
             Err(findings) => {
                 self.reject(&findings);
                 ReloadResult::Error

@@ -112,13 +112,9 @@ async fn route(
     let answered = isolated(move || {
         // Exactly one load per request: the whole review sees one policy set.
         let set = state.policies.load();
-        let reviewed = admission::review_lean(
-            &body,
-            &set,
-            &crate::namespaces::NoNamespaces {
-                hint: "the server has no namespace data",
-            },
-        )?;
+        // The namespace cache while the set needs it; held until the review ends.
+        let namespaces = state.namespaces_for(&set);
+        let reviewed = admission::review_lean(&body, &set, &namespaces)?;
         record(&reviewed, &state, started);
         Ok::<_, admission::BadReview>(reviewed.to_json())
     })

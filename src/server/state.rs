@@ -1,5 +1,5 @@
 //! What the running server shares with its request handlers and with reloaders: the
-//! active policy set, readiness, metrics and the serving certificate.
+//! active policy set, the namespace cache, readiness, metrics and the serving certificate.
 //!
 //! A policy reloader plugs in with [`State::install_policies`]: build and validate the new
 //! set off the request path, then install it; every request does exactly one `load` of
@@ -8,12 +8,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 
 use super::cert_reload::ReloadStatus;
+use super::namespace_cache::NamespaceCache;
+use super::namespace_supply;
 use super::policy_reload::PolicyReloadStatus;
 use super::tls::CertResolver;
 use crate::metrics::Metrics;
+use crate::namespaces::{NamespaceData, NamespaceMap, NamespaceSource, NoNamespaces};
 use crate::policy::PolicySet;
 
 /// Shared server state. Cheap to clone through `Arc<State>`.
@@ -21,6 +24,11 @@ use crate::policy::PolicySet;
 pub struct State {
     /// The active, immutable policy set.
     pub policies: Arc<ArcSwap<PolicySet>>,
+    /// The namespace cache, present while the active set needs namespace data
+    /// (started and stopped by [`super::namespace_supply::NamespaceSupply`]).
+    pub namespace_cache: ArcSwapOption<NamespaceCache>,
+    /// Namespaces read from `--namespaces FILE`, which replace the cache when set.
+    pub fixed_namespaces: std::sync::OnceLock<Arc<NamespaceMap>>,
     pub metrics: Arc<Metrics>,
     pub readiness: Readiness,
     /// The serving certificate; `None` until TLS is configured.
@@ -35,6 +43,8 @@ impl State {
     pub fn new(metrics: Arc<Metrics>) -> State {
         State {
             policies: Arc::new(ArcSwap::from_pointee(PolicySet::empty())),
+            namespace_cache: ArcSwapOption::empty(),
+            fixed_namespaces: std::sync::OnceLock::new(),
             metrics,
             readiness: Readiness::default(),
             certs: std::sync::OnceLock::new(),
@@ -58,6 +68,57 @@ impl State {
             policies = count,
             "policy set installed"
         );
+    }
+
+    /// What `/readyz` reports: [`Readiness`], and, while the active set needs namespace
+    /// data, a namespace cache that has listed the namespaces.
+    pub fn is_ready(&self) -> bool {
+        self.readiness.is_ready()
+            && (!namespace_supply::needed_by(&self.policies.load())
+                || self.fixed_namespaces.get().is_some()
+                || self
+                    .namespace_cache
+                    .load()
+                    .as_ref()
+                    .is_some_and(|cache| cache.is_synced()))
+    }
+
+    /// The namespace data a review of `set` can see: the cache when `set` needs it.
+    pub fn namespaces_for(&self, set: &PolicySet) -> ReviewNamespaces {
+        if !namespace_supply::needed_by(set) {
+            return ReviewNamespaces::NotNeeded;
+        }
+        if let Some(fixed) = self.fixed_namespaces.get() {
+            return ReviewNamespaces::Fixed(Arc::clone(fixed));
+        }
+        match self.namespace_cache.load_full() {
+            Some(cache) => ReviewNamespaces::Cache(cache),
+            // Only in the instant a reload swaps sets; the policy then fails with the hint.
+            None => ReviewNamespaces::NotNeeded,
+        }
+    }
+}
+
+/// The namespace source of one review. Holding the cache keeps it alive until the review
+/// ends, even when a reload stops it meanwhile.
+#[derive(Debug)]
+pub enum ReviewNamespaces {
+    NotNeeded,
+    Cache(Arc<NamespaceCache>),
+    Fixed(Arc<NamespaceMap>),
+}
+
+impl NamespaceSource for ReviewNamespaces {
+    fn namespace_data(&self, name: &str) -> NamespaceData {
+        match self {
+            ReviewNamespaces::NotNeeded => NoNamespaces {
+                hint: "graft serve reads namespaces only while the policy set has a \
+                       namespaceSelector or reads namespaceObject",
+            }
+            .namespace_data(name),
+            ReviewNamespaces::Cache(cache) => cache.namespace_data(name),
+            ReviewNamespaces::Fixed(map) => map.namespace_data(name),
+        }
     }
 }
 

@@ -319,6 +319,7 @@ pub fn config(policies: &Path, secret: &SecretDir) -> graft::server::Config {
         limits: graft::server::Limits::default(),
         shutdown_grace: Duration::from_secs(5),
         watch: graft::watch::WatchConfig::default(),
+        namespaces: graft::server::config::NamespaceConfig::default(),
     }
 }
 
