@@ -9,6 +9,10 @@
 //! - The first complete list marks the cache synced; until then `/readyz` is 503 and a
 //!   lookup answers [`NamespaceData::Unavailable`].
 //! - A change arrives as a watch event and is visible to the next review.
+//! - A namespace the cache does not hold is read once from the API (a `get`, bounded by
+//!   [`FETCH_TIMEOUT`]) before it counts as not found: a namespace created a moment
+//!   before its first pod may not have arrived by watch yet, as the API server's own
+//!   webhook namespace matching allows for.
 //! - When the watch fails, the cache keeps serving the last state it knew, the failure is
 //!   logged and counted (`graft_namespace_cache_watch_restarts_total`), and the watcher
 //!   resumes (or lists again) after kube-runtime's default backoff. A re-list replaces
@@ -19,6 +23,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Namespace as KubeNamespace;
@@ -33,11 +38,18 @@ use crate::namespaces::{Namespace, NamespaceData, NamespaceSource};
 /// What [`NamespaceData::NotFound`] names as the source.
 pub const SOURCE: &str = "the namespace cache (list + watch of the Kubernetes API)";
 
+/// How long a review waits for the API to answer about a namespace the cache does not
+/// hold.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The namespaces graft has seen, and the task that keeps them current.
 #[derive(Debug)]
 pub struct NamespaceCache {
     shared: Arc<Shared>,
     task: JoinHandle<()>,
+    /// For reading one namespace the cache does not hold (yet).
+    api: kube::Api<KubeNamespace>,
+    runtime: tokio::runtime::Handle,
 }
 
 #[derive(Debug)]
@@ -59,8 +71,14 @@ impl NamespaceCache {
             namespaces: RwLock::new(HashMap::new()),
             synced: watch::Sender::new(false),
         });
+        let api = kube::Api::<KubeNamespace>::all(client.clone());
         let task = tokio::spawn(run(client, shared.clone(), metrics, shutdown));
-        NamespaceCache { shared, task }
+        NamespaceCache {
+            shared,
+            task,
+            api,
+            runtime: tokio::runtime::Handle::current(),
+        }
     }
 
     /// Whether the first complete list has arrived.
@@ -99,12 +117,58 @@ impl NamespaceSource for NamespaceCache {
                        Kubernetes API (graft reports not ready until it has)",
             };
         }
-        match self.shared.read().get(name) {
-            Some(namespace) => NamespaceData::Known(Arc::clone(namespace)),
-            None => NamespaceData::NotFound {
-                name: name.to_string(),
-                source: SOURCE,
-            },
+        let cached = self.shared.read().get(name).cloned();
+        match cached {
+            Some(namespace) => NamespaceData::Known(namespace),
+            None => self.fetch(name),
+        }
+    }
+}
+
+impl NamespaceCache {
+    /// Reads one namespace from the API. The result is not stored: the watch delivers
+    /// it (and any later change) in order, and a stored read could overwrite a newer
+    /// event. Called on a blocking thread, as reviews are; the request itself runs on
+    /// the runtime, and the wait is bounded.
+    fn fetch(&self, name: &str) -> NamespaceData {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        let (api, owned) = (self.api.clone(), name.to_string());
+        self.runtime.spawn(async move {
+            let got = tokio::time::timeout(FETCH_TIMEOUT, api.get_metadata_opt(&owned)).await;
+            let _ = sender.send(got);
+        });
+        let not_found = || NamespaceData::NotFound {
+            name: name.to_string(),
+            source: SOURCE,
+        };
+        match receiver.recv_timeout(FETCH_TIMEOUT + Duration::from_millis(100)) {
+            Ok(Ok(Ok(Some(object)))) => {
+                tracing::debug!(
+                    namespace = name,
+                    "namespace read from the API ahead of its watch event"
+                );
+                convert(object).map_or_else(not_found, |namespace| {
+                    NamespaceData::Known(Arc::new(namespace))
+                })
+            }
+            Ok(Ok(Ok(None))) => not_found(),
+            Ok(Ok(Err(error))) => {
+                tracing::warn!(namespace = name, %error, "cannot read a namespace missing from the cache");
+                NamespaceData::Unavailable {
+                    hint: "the namespace is not in the namespace cache and reading it from \
+                           the Kubernetes API failed",
+                }
+            }
+            Ok(Err(_)) | Err(_) => {
+                tracing::warn!(
+                    namespace = name,
+                    "reading a namespace missing from the cache timed out"
+                );
+                NamespaceData::Unavailable {
+                    hint: "the namespace is not in the namespace cache and the Kubernetes \
+                           API did not answer in time",
+                }
+            }
         }
     }
 }
