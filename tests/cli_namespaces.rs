@@ -218,3 +218,38 @@ fn a_suite_with_a_malformed_namespace_is_an_error_naming_the_suite() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_suite_reads_namespaces_inline_and_from_its_namespaces_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = root().join("policies/sidecar-injection.yaml");
+    let pod = root().join(POD);
+    std::fs::copy(root().join(NAMESPACES), dir.path().join("namespaces.yaml")).unwrap();
+    let suite = |inline: &str| {
+        format!(
+            "apiVersion: graft.dev/v1alpha1\nkind: PolicyTest\nmetadata:\n  name: file\nspec:\n  policies: [{}]\n  namespacesFile: namespaces.yaml\n  namespaces:\n    - {{apiVersion: v1, kind: Namespace, metadata: {{name: {inline}, labels: {{sidecar-injection: enabled}}}}}}\n  cases:\n    - name: injected in default (from the file)\n      namespace: default\n      objectFile: {}\n      expect:\n        applied: [sidecar-injection]\n    - name: injected in extra (inline)\n      namespace: extra\n      objectFile: {}\n      expect:\n        applied: [sidecar-injection]\n    - name: not in plain (from the file, unlabelled)\n      namespace: plain\n      objectFile: {}\n      expect: {{unchanged: true}}\n",
+            policy.display(),
+            pod.display(),
+            pod.display(),
+            pod.display()
+        )
+    };
+    let good = write(dir.path(), "good.yaml", &suite("extra"));
+    let output = graft(&["test", &good], None);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    assert!(text(&output.stdout).contains("3 passed, 0 failed"));
+    // A namespace both inline and in the file is given twice.
+    let twice = write(dir.path(), "twice.yaml", &suite("default"));
+    let output = graft(&["test", &twice], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("(namespace default): the namespace is given twice"),
+        "{}",
+        text(&output.stderr)
+    );
+}
