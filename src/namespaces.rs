@@ -211,6 +211,73 @@ mod tests {
     use super::*;
 
     #[test]
+    fn namespace_files_are_read_from_documents_and_lists() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: a, labels: {team: x}}\n---\n{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"b\", \"annotations\": {\"o\": \"p\"}}}\n";
+        let namespaces = read_namespaces(text).unwrap();
+        assert_eq!(namespaces.len(), 2);
+        assert_eq!(namespaces[0].labels["team"], "x");
+        assert_eq!(namespaces[1].annotations["o"], "p");
+        assert!(read_namespaces("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn malformed_namespace_files_say_which_object_and_why() {
+        let error = |text: &str| read_namespaces(text).unwrap_err().to_string();
+        assert_eq!(
+            error("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n"),
+            "object 1 (namespace a): kind must be Namespace, got \"Pod\""
+        );
+        assert_eq!(
+            error("apiVersion: v2\nkind: Namespace\nmetadata: {name: a}\n"),
+            "object 1 (namespace a): apiVersion must be v1, got \"v2\""
+        );
+        assert_eq!(
+            error("apiVersion: v1\nkind: Namespace\nmetadata: {}\n"),
+            "object 1: metadata.name must be a non-empty string"
+        );
+        assert_eq!(
+            error("apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {n: 3}}\n"),
+            "object 1 (namespace a): metadata.labels.n: expected a string, got 3 (quote it)"
+        );
+        assert_eq!(
+            error("apiVersion: v1\nkind: Namespace\nmetadata: {name: a, annotations: [x]}\n"),
+            "object 1 (namespace a): metadata.annotations: expected a map, got [\"x\"]"
+        );
+        let twice = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n";
+        assert_eq!(
+            error(twice),
+            "object 2 (namespace a): the namespace is given twice"
+        );
+        assert!(
+            error("a: [\n").starts_with("document 1: "),
+            "{}",
+            error("a: [\n")
+        );
+        assert_eq!(
+            error("- a\n"),
+            "document 1: not an object (a Kubernetes object is a map with apiVersion and kind)"
+        );
+    }
+
+    #[test]
+    fn the_namespace_object_has_the_metadata_policies_see() {
+        let namespace = Namespace {
+            name: "apps".into(),
+            labels: BTreeMap::from([("team".into(), "a".into())]),
+            annotations: BTreeMap::new(),
+        };
+        assert_eq!(
+            namespace.to_object(),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": "apps", "labels": {"team": "a"}, "annotations": {}}})
+        );
+        assert_eq!(
+            Namespace::from_object(&namespace.to_object()),
+            Ok(namespace)
+        );
+    }
+
+    #[test]
     fn a_map_knows_its_namespaces_and_names_itself_otherwise() {
         let map = NamespaceMap::new(
             [Namespace {

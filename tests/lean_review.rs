@@ -239,6 +239,36 @@ fn old_object_is_built_when_read_or_when_it_is_the_document() {
     assert_eq!(response["response"]["allowed"], true, "{response}");
 }
 
+/// Policies that need the namespace's data, in a namespace the source knows and in one
+/// it does not (a denial): the two parses resolve it alike.
+#[test]
+fn policies_that_need_the_namespace_are_answered_alike() {
+    let cases = [
+        json!({"match": {"resources": ["pods"], "namespaceSelector": {"matchLabels": {"sidecar-injection": "enabled"}}},
+               "mutations": [{"set": {"path": "$.metadata.labels.x", "value": "y"}}]}),
+        json!({"exclude": {"namespaceSelector": {"matchExpressions": [{"key": "sidecar-injection", "operator": "DoesNotExist"}]}},
+               "mutations": [{"set": {"path": "$.metadata.labels.x", "value": "y"}}]}),
+        json!({"mutations": [{"set": {"path": "$.metadata.labels.owner",
+            "value": "{{ namespaceObject.metadata.annotations.owner }}"}}]}),
+    ];
+    for spec in cases {
+        for (namespace, patched) in [("dynamo-system", true), ("ns", false)] {
+            let mut review: Value =
+                serde_json::from_slice(&body("CREATE", Some(pod("kubectl")), None)).expect("json");
+            review["request"]["namespace"] = json!(namespace);
+            let body = serde_json::to_vec(&review).expect("json");
+            let what = format!("{spec} in {namespace}");
+            let answer = check_same(&policy(spec.clone()), &body, &what).expect("answered");
+            let response: Value = serde_json::from_slice(&answer).expect("json");
+            assert_eq!(
+                response["response"]["allowed"], patched,
+                "{what}: {response}"
+            );
+            assert_eq!(response["response"]["patch"].is_string(), patched, "{what}");
+        }
+    }
+}
+
 #[test]
 fn requests_no_policy_is_for_are_answered_alike() {
     let set = example_policies();

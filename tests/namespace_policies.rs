@@ -394,6 +394,24 @@ fn an_unknown_namespace_fails_the_policy_under_fail_and_skips_it_under_ignore() 
 }
 
 #[test]
+fn a_policy_the_exclude_block_skips_anyway_needs_no_namespace_data() {
+    // As the sidecar example: kube-system is excluded by name, so a pod there is skipped
+    // without looking at the namespace's labels.
+    let set = load(&policy(
+        "Fail",
+        json!({"namespaceSelector": selector(json!({"team": "a"}))}),
+        Some(json!({"namespaces": ["kube-system"]})),
+        mark(),
+    ));
+    let none = NoNamespaces { hint: "none" };
+    assert_eq!(
+        result(&review(&set, &pod_in("kube-system"), &none)),
+        "skipped"
+    );
+    assert!(denial(&review(&set, &pod_in("default"), &none)).contains("no data for namespace"));
+}
+
+#[test]
 fn unavailable_namespace_data_fails_the_policy_with_the_hint() {
     let none = NoNamespaces {
         hint: "pass the Namespace objects with --namespaces FILE",

@@ -288,7 +288,8 @@ fn load(text: &str) -> Result<PolicySet, TestCaseError> {
         .map_err(|findings| TestCaseError::fail(format!("{findings:?}\n{text}")))
 }
 
-fn review_body(object: &Value, version: &str) -> Vec<u8> {
+/// A CREATE of `object` in `namespace`, as the apiserver sends it.
+fn review_body_in(object: &Value, version: &str, namespace: &str) -> Vec<u8> {
     json!({
         "apiVersion": version,
         "kind": "AdmissionReview",
@@ -296,7 +297,7 @@ fn review_body(object: &Value, version: &str) -> Vec<u8> {
             "uid": "7c0e0bb8-0d1c-4c53-9a0e-6a1d8a6c1f00",
             "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "ns",
+            "namespace": namespace,
             "operation": "CREATE",
             "userInfo": {"username": "u"},
             "object": object,
@@ -344,7 +345,17 @@ fn reviewed(
     object: &Value,
     version: &str,
 ) -> Result<Option<Value>, TestCaseError> {
-    let body = review_body(object, version);
+    reviewed_in(set, object, version, "ns")
+}
+
+/// As [`reviewed`], for a request in `namespace`.
+fn reviewed_in(
+    set: &PolicySet,
+    object: &Value,
+    version: &str,
+    namespace: &str,
+) -> Result<Option<Value>, TestCaseError> {
+    let body = review_body_in(object, version, namespace);
     let reviewed = admission::review(&body, set, namespaces())
         .map_err(|e| TestCaseError::fail(format!("review refused: {e}")))?;
     let patched = check_response(&reviewed.to_json(), version, object)?;
@@ -464,6 +475,70 @@ proptest! {
         let evaluation = graft::engine::evaluate(&request, &namespace, &set);
         let mutated = evaluation.mutated.as_ref().unwrap_or(&object);
         prop_assert_eq!(&evaluation.patch, &json_patch::diff(&object, mutated));
+    }
+}
+
+/// A namespace selector on the label the test namespaces carry (or not).
+fn namespace_selector() -> impl Strategy<Value = Value> {
+    let values = prop::collection::vec(
+        prop::sample::select(&["enabled", "disabled"][..]).prop_map(str::to_string),
+        1..3,
+    );
+    prop_oneof![
+        Just(json!({"matchLabels": {"sidecar-injection": "enabled"}})),
+        values
+            .clone()
+            .prop_map(|v| json!({"matchExpressions": [{"key": "sidecar-injection", "operator": "In", "values": v}]})),
+        values.prop_map(|v| json!({"matchExpressions": [{"key": "sidecar-injection", "operator": "NotIn", "values": v}]})),
+        Just(json!({"matchExpressions": [{"key": "sidecar-injection", "operator": "Exists"}]})),
+        Just(json!({"matchExpressions": [{"key": "sidecar-injection", "operator": "DoesNotExist"}]})),
+        Just(json!({})),
+    ]
+}
+
+/// Adds `selector` to the `match` (or a new `exclude`) of every policy in `text`, and
+/// makes every other policy read `namespaceObject` in a `when`.
+fn with_namespace_selector(text: &str, selector: &Value, in_exclude: bool) -> String {
+    text.split("\n---\n")
+        .enumerate()
+        .map(|(i, document)| {
+            let mut policy: Value = serde_json::from_str(document).unwrap_or_default();
+            if in_exclude {
+                policy["spec"]["exclude"] = json!({"namespaceSelector": selector});
+            } else {
+                policy["spec"]["match"]["namespaceSelector"] = selector.clone();
+            }
+            if i % 2 == 1 {
+                if let Some(mutations) = policy["spec"]["mutations"].as_array_mut() {
+                    for mutation in mutations {
+                        mutation["when"] =
+                            json!("namespaceObject == null || namespaceObject.metadata.name != ''");
+                    }
+                }
+            }
+            policy.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// Policies that select on the namespace (in `match` or `exclude`) or read it, for pods
+    /// in a labelled, an unlabelled and an unknown namespace: both parses answer alike,
+    /// the patch applies, and the second pass is empty.
+    #[test]
+    fn namespace_policies_are_answered_alike_and_converge(
+        text in policy_text(literal_edit, true),
+        object in object(),
+        selector in namespace_selector(),
+        in_exclude in any::<bool>(),
+        namespace in prop::sample::select(&["default", "ns", "ghost"][..]),
+    ) {
+        let set = load(&with_namespace_selector(&text, &selector, in_exclude))?;
+        reviewed_in(&set, &object, admission::API_VERSION_V1, namespace)?;
+        converges(&pod_request(object, namespace), &set)?;
     }
 }
 

@@ -23,8 +23,14 @@ use crate::policy::PolicySet;
 ///
 /// Exit codes: 0 every case passed, 1 a case failed, 2 usage error.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  graft test\n  graft test tests/policies/multus-networks.yaml")]
+#[command(
+    after_help = "Examples:\n  graft test\n  graft test tests/policies/multus-networks.yaml\n  graft test --namespaces namespaces.yaml my-suites/"
+)]
 pub struct Args {
+    /// Namespace objects (YAML or JSON; several documents or `kind: List`) for the
+    /// suites that list none of their own (`spec.namespaces`, `spec.namespacesFile`).
+    #[arg(long, value_name = "FILE")]
+    pub namespaces: Option<PathBuf>,
     /// Suite files, or directories searched recursively for *.yaml suites.
     #[arg(default_value = "tests/policies")]
     pub paths: Vec<PathBuf>,
@@ -118,9 +124,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if files.is_empty() {
         bail!("no test suites found in {:?}", args.paths);
     }
+    let shared = match &args.namespaces {
+        Some(path) => Some(super::input::namespace_source(Some(path), None)?),
+        None => None,
+    };
     let (mut passed, mut failed) = (0usize, 0usize);
     for file in files {
-        let results = run_suite_file(&file)?;
+        let results = run_suite_file_with(&file, shared.as_deref())?;
         for result in results {
             match result.failure {
                 None => {
@@ -158,6 +168,15 @@ pub struct CaseResult {
 
 /// Runs every case of one suite file.
 pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
+    run_suite_file_with(file, None)
+}
+
+/// Runs every case of one suite file; `shared` holds the namespaces of a suite that
+/// lists none of its own.
+pub fn run_suite_file_with(
+    file: &Path,
+    shared: Option<&dyn NamespaceSource>,
+) -> anyhow::Result<Vec<CaseResult>> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let suite: Suite =
@@ -172,14 +191,21 @@ pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
     let base = file.parent().unwrap_or(Path::new("."));
     let policy_paths: Vec<PathBuf> = suite.spec.policies.iter().map(|p| base.join(p)).collect();
     let set = load_policies(&policy_paths)?;
-    let namespaces = suite_namespaces(&suite.spec, base)
+    let own = suite_namespaces(&suite.spec, base)
         .with_context(|| format!("{}: spec.namespaces", file.display()))?;
+    let namespaces: &dyn NamespaceSource = match (&own, shared) {
+        (None, Some(shared)) => shared,
+        (Some(own), _) => own,
+        (None, None) => &NoNamespaces {
+            hint: "list the Namespace objects under the suite's spec.namespaces, or pass --namespaces FILE",
+        },
+    };
     suite
         .spec
         .cases
         .iter()
         .map(|case| {
-            let failure = run_case(case, base, &set, namespaces.as_ref())
+            let failure = run_case(case, base, &set, namespaces)
                 .with_context(|| format!("{}: case {:?}", file.display(), case.name))?;
             Ok(CaseResult {
                 suite: suite.metadata.name.clone(),
@@ -190,12 +216,11 @@ pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
         .collect()
 }
 
-/// The suite's namespaces: inline, from `namespacesFile`, or none at all.
-fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Box<dyn NamespaceSource>> {
+/// The suite's own namespaces, inline and from `namespacesFile`; `None` when it lists
+/// none.
+fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<NamespaceMap>> {
     if spec.namespaces.is_empty() && spec.namespaces_file.is_none() {
-        return Ok(Box::new(NoNamespaces {
-            hint: "list the Namespace objects under the suite's spec.namespaces",
-        }));
+        return Ok(None);
     }
     // One document list, so inline and file namespaces are checked alike (a name given
     // twice across the two is an error).
@@ -210,7 +235,7 @@ fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Box<dyn Nam
     }
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
     let namespaces = namespaces::read_namespaces(&serde_json::to_string(&list)?)?;
-    Ok(Box::new(NamespaceMap::new(
+    Ok(Some(NamespaceMap::new(
         namespaces,
         "the suite's namespaces",
     )))

@@ -133,15 +133,15 @@ pub fn run_policy<'p>(
     }
     // Last of the declarative conditions, so a namespace's data is needed only when the
     // answer depends on it. A namespaced request's namespace does not change; a
-    // Namespace's own labels may, as the label selector's do.
-    match namespace_selector_holds(&policy.matcher, facts, view, Block::Match) {
-        Ok(true) => {}
-        Ok(false) if facts.is_namespace() => return PolicyRun::NotMatched(Blocker::Labels),
-        Ok(false) => return PolicyRun::NotForRequest,
-        Err(reason) => {
-            return PolicyRun::Failed(failure("spec.match.namespaceSelector", reason));
-        }
-    }
+    // Namespace's own labels may, as the label selector's do. Missing data fails the
+    // policy unless the exclude block skips it anyway.
+    let missing_namespace =
+        match namespace_selector_holds(&policy.matcher, facts, view, Block::Match) {
+            Ok(true) => None,
+            Ok(false) if facts.is_namespace() => return PolicyRun::NotMatched(Blocker::Labels),
+            Ok(false) => return PolicyRun::NotForRequest,
+            Err(reason) => Some(failure("spec.match.namespaceSelector", reason)),
+        };
     // An exclude block holds when all its conditions do; its CEL part, if any, is
     // evaluated in phase 1 and only when the declarative part already holds.
     let excluded_declaratively = match &policy.exclude {
@@ -149,12 +149,18 @@ pub fn run_policy<'p>(
         Some(exclude) => match exclude_holds(exclude, facts, view) {
             Ok(holds) => holds,
             Err(reason) => {
-                return PolicyRun::Failed(failure("spec.exclude.namespaceSelector", reason));
+                return PolicyRun::Failed(
+                    missing_namespace
+                        .unwrap_or_else(|| failure("spec.exclude.namespaceSelector", reason)),
+                );
             }
         },
     };
     if excluded_declaratively && policy.exclude.as_ref().is_some_and(|e| e.cel.is_none()) {
         return PolicyRun::NotMatched(Blocker::Anything);
+    }
+    if let Some(missing) = missing_namespace {
+        return PolicyRun::Failed(missing);
     }
     let namespace_object = if policy.needs.namespace_object {
         match shared.namespace_object(facts) {
