@@ -1,7 +1,8 @@
 //! Where `graft serve` gets namespace data, without a cluster: a policy set that needs it
 //! and has no Kubernetes configuration refuses to start with a message that says what to
-//! do; `--namespaces FILE` serves fixed Namespace objects; a set that does not need it
-//! starts anywhere, and the namespace cache's metrics are exported either way.
+//! do, and a hot reload to such a set is refused; `--namespaces FILE` serves fixed
+//! Namespace objects; a set that does not need it starts anywhere, and the namespace
+//! cache's metrics are exported either way.
 //! (tests/e2e_apiserver.rs covers the cache against a real kube-apiserver.)
 
 mod support;
@@ -169,4 +170,40 @@ fn review_of_injected_pod(namespace: &str) -> Result<Vec<u8>> {
         },
     });
     Ok(serde_json::to_vec(&review)?)
+}
+
+/// A hot reload to a set that needs namespace data, with no way to get it, is refused
+/// like an invalid set: the running set keeps serving and the failure is counted.
+#[tokio::test]
+async fn a_reload_that_needs_namespaces_without_a_cluster_keeps_the_running_set() -> Result {
+    tokio::time::timeout(DEADLINE, async {
+        let pki = Pki::new("test apiserver CA")?;
+        let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
+        let policies = tempfile::tempdir()?;
+        let copy = |name: &str| {
+            std::fs::copy(
+                repo().join("policies").join(name),
+                policies.path().join(name),
+            )
+        };
+        copy("multus-networks.yaml")?;
+        let server = start(config(policies.path(), &secret)).await?;
+        let state = server.running.state.clone();
+        let running = state.policies.load().revision().to_string();
+        let mut reloads = state.policy_reloads.subscribe();
+
+        copy("sidecar-injection.yaml")?;
+        reloads.wait_for(|status| status.failures >= 1).await?;
+        assert_eq!(state.policies.load().revision(), running);
+        assert_eq!(state.policies.load().len(), 1);
+        assert!(state.namespace_cache.load().is_none());
+        assert_eq!(get(server.running.metrics_addr, "/readyz").await?.0, 200);
+        let (_, metrics) = get(server.running.metrics_addr, "/metrics").await?;
+        assert!(
+            metrics.contains("graft_policy_reloads_total{result=\"error\"} 1"),
+            "{metrics}"
+        );
+        server.shutdown().await
+    })
+    .await?
 }
