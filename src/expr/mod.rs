@@ -267,10 +267,8 @@ impl<'a> Vars<'a> {
             (needs.params, &self.params, Some(self.bindings.params)),
         ];
         for (needed, cell, json) in wanted {
-            if needed {
-                if let Err(error) = cell.get_or_init(|| convert(json)) {
-                    return Err(error.clone());
-                }
+            if needed && let Err(error) = cell.get_or_init(|| convert(json)) {
+                return Err(error.clone());
             }
         }
         match &self.variables_error {
