@@ -97,15 +97,20 @@ pub fn run_policy<'p>(
     if !request_matches(&policy.matcher, facts) {
         return PolicyRun::NotForRequest;
     }
-    if let Some(blocker) = object_blocker(&policy.matcher, view) {
-        return PolicyRun::NotMatched(blocker);
+    match object_blocker(&policy.matcher, view) {
+        Ok(None) => {}
+        Ok(Some(blocker)) => return PolicyRun::NotMatched(blocker),
+        Err(error) => return PolicyRun::Failed(failure(error.field, error.error)),
     }
     // An exclude block holds when all its conditions do; its CEL part, if any, is
     // evaluated in phase 1 and only when the declarative part already holds.
-    let excluded_declaratively = policy
-        .exclude
-        .as_ref()
-        .is_some_and(|exclude| declarative_match(exclude, facts, view));
+    let excluded_declaratively = match &policy.exclude {
+        None => false,
+        Some(exclude) => match declarative_match(exclude, facts, view) {
+            Ok(excluded) => excluded,
+            Err(error) => return PolicyRun::Failed(failure(error.field, error.error)),
+        },
+    };
     if excluded_declaratively && policy.exclude.as_ref().is_some_and(|e| e.cel.is_none()) {
         return PolicyRun::NotMatched(Blocker::Anything);
     }
@@ -259,7 +264,10 @@ fn apply(
         let field = planned.field;
         match (planned.kind, planned.value) {
             (MutationKind::Set { path, .. }, Some(value)) => {
-                for location in path.write_locations(editor.document()) {
+                let locations = path
+                    .write_locations(editor.document())
+                    .map_err(|e| failure(format!("{field}.path"), e))?;
+                for location in locations {
                     touched.record(editor.document(), &location);
                     editor
                         .set(&location, value.clone())
@@ -269,7 +277,9 @@ fn apply(
             (MutationKind::Merge { path, .. }, Some(value)) => {
                 let locations = match path {
                     None => vec![Vec::new()],
-                    Some(path) => path.write_locations(editor.document()),
+                    Some(path) => path
+                        .write_locations(editor.document())
+                        .map_err(|e| failure(format!("{field}.path"), e))?,
                 };
                 for location in locations {
                     touched.record_merge(editor.document(), &location, &value);
@@ -279,8 +289,11 @@ fn apply(
                 }
             }
             (MutationKind::Remove { path }, _) => {
+                let locations = path
+                    .locations(editor.document())
+                    .map_err(|e| failure(format!("{field}.path"), e))?;
                 // Later locations first, so list indices stay valid while removing.
-                for location in path.locations(editor.document()).iter().rev() {
+                for location in locations.iter().rev() {
                     touched.record(editor.document(), location);
                     editor.remove(location);
                 }

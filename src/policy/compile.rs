@@ -335,6 +335,7 @@ impl Compiler<'_> {
             return None;
         }
         Some(FieldTest {
+            field: format!("{field}.path"),
             path: path?,
             check: checks.pop()?,
         })
