@@ -45,9 +45,10 @@ pub struct JsonPath {
     source: String,
     query: JpQuery,
     singular: Option<Vec<Token>>,
-    /// For a non-singular path ending in a name or index: the path without that last
-    /// segment, and the segment, so writes can create the last key under every match.
-    parent: Option<(JpQuery, Token)>,
+    /// For a non-singular path ending in names or indices: the path up to its last
+    /// wildcard, filter or other selector, and the names and indices after it, so a
+    /// write creates what is missing of them under every match.
+    parent: Option<(JpQuery, Vec<Token>)>,
 }
 
 impl JsonPath {
@@ -63,11 +64,19 @@ impl JsonPath {
             return Err(PathError::TooLong(source.to_string()));
         }
         let singular = singular_tokens(&query);
-        let parent = match (singular.is_some(), query.segments.split_last()) {
-            (false, Some((last, rest))) => {
-                last_token(last).map(|token| (JpQuery::new(rest.to_vec()), token))
-            }
-            _ => None,
+        let parent = if singular.is_some() {
+            None
+        } else {
+            let head = query
+                .segments
+                .iter()
+                .rposition(|segment| last_token(segment).is_none())
+                .map_or(0, |at| at + 1);
+            let tail: Vec<Token> = query.segments[head..]
+                .iter()
+                .filter_map(last_token)
+                .collect();
+            (!tail.is_empty()).then(|| (JpQuery::new(query.segments[..head].to_vec()), tail))
         };
         Ok(JsonPath {
             source: source.to_string(),
@@ -140,13 +149,14 @@ impl JsonPath {
     }
 
     /// Where a write goes: a singular path even where it does not exist yet; a path
-    /// ending in a name or index under every match of the rest (the last key may be
-    /// missing); any other path at every location it selects.
+    /// ending in names or indices under every match of what comes before them (so
+    /// `$.spec.containers[*].resources.limits.memory` reaches every container, with or
+    /// without `resources`); any other path at every location it selects.
     pub fn write_locations(&self, document: &Value) -> Result<Vec<Vec<Token>>, PathError> {
         if let Some(tokens) = &self.singular {
             return Ok(vec![tokens.clone()]);
         }
-        let Some((parent, last)) = &self.parent else {
+        let Some((parent, tail)) = &self.parent else {
             return self.locations(document);
         };
         self.query(parent, document)?
@@ -154,7 +164,7 @@ impl JsonPath {
             .filter(|found| found.val.is_object() || found.val.is_array())
             .map(|found| {
                 let mut tokens = self.decode(&found.path)?;
-                tokens.push(last.clone());
+                tokens.extend(tail.iter().cloned());
                 Ok(tokens)
             })
             .collect()
@@ -470,6 +480,39 @@ mod tests {
                 vec![vec![Token::Key(key), Token::Key("v".into())]]
             );
         }
+    }
+
+    #[test]
+    fn writes_under_a_wildcard_reach_every_match_however_much_is_missing() {
+        let doc = json!({"spec": {"containers": [
+            {"name": "a"},
+            {"name": "b", "resources": {}},
+            {"name": "c", "resources": {"limits": {"cpu": "1"}}}
+        ]}});
+        let p = path("$.spec.containers[*].resources.limits.memory");
+        let displayed: Vec<String> = p
+            .write_locations(&doc)
+            .unwrap()
+            .iter()
+            .map(|location| display(location))
+            .collect();
+        assert_eq!(
+            displayed,
+            [
+                "$.spec.containers[0].resources.limits.memory",
+                "$.spec.containers[1].resources.limits.memory",
+                "$.spec.containers[2].resources.limits.memory",
+            ]
+        );
+        let filtered = path("$.spec.containers[?@.name != 'b'].securityContext.runAsNonRoot");
+        assert_eq!(filtered.write_locations(&doc).unwrap().len(), 2);
+        // A path that ends in a wildcard writes only where something is.
+        assert!(
+            path("$.spec.volumes[*]")
+                .write_locations(&doc)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
