@@ -15,6 +15,7 @@ mod convert;
 pub mod cost;
 mod functions;
 pub mod limits;
+pub mod lint;
 pub mod object_parts;
 pub mod template;
 #[cfg(test)]
@@ -106,6 +107,7 @@ pub struct Expression {
     /// what is evaluated.
     metered: cel::IdedExpr,
     needs: Needs,
+    warnings: Vec<lint::ExprWarning>,
     env: Arc<Env>,
 }
 
@@ -130,6 +132,7 @@ impl Expression {
         limits::check(program.expression()).map_err(ExprError::Compile)?;
         Ok(Expression {
             source: source.to_string(),
+            warnings: lint::check(program.expression()),
             needs: Needs::of(&program),
             metered: cost::meter(program.expression()),
             env: Arc::clone(env),
@@ -142,6 +145,11 @@ impl Expression {
 
     pub fn needs(&self) -> Needs {
         self.needs
+    }
+
+    /// Constructs that compile but are likely to fail at admission.
+    pub fn warnings(&self) -> &[lint::ExprWarning] {
+        &self.warnings
     }
 }
 
