@@ -33,11 +33,13 @@ fn review(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .throughput(Throughput::Elements(1));
+    let namespaces = policies::namespaces();
     for total in [1, 10, 100, 1000] {
         let dir = tempfile::tempdir().expect("temp dir");
         let set = load_set(dir.path(), total);
         // The benchmark is only meaningful if the matching policies really apply.
-        let reviewed = graft::admission::review(body, &set).expect("the fixture is valid");
+        let reviewed =
+            graft::admission::review(body, &set, &namespaces).expect("the fixture is valid");
         assert_eq!(
             reviewed.evaluation.applied().count(),
             total.min(4),
@@ -48,7 +50,8 @@ fn review(c: &mut Criterion) {
         // respond, serialise.
         group.bench_with_input(BenchmarkId::from_parameter(total), &set, |b, set| {
             b.iter(|| {
-                let reviewed = graft::admission::review_lean(black_box(body), set).expect("valid");
+                let reviewed = graft::admission::review_lean(black_box(body), set, &namespaces)
+                    .expect("valid");
                 black_box(reviewed.to_json())
             })
         });
@@ -79,8 +82,12 @@ fn load_compile(c: &mut Criterion) {
 fn patch(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let set = load_set(dir.path(), 4);
-    let reviewed =
-        graft::admission::review(policies::REALISTIC_REVIEW.as_bytes(), &set).expect("valid");
+    let reviewed = graft::admission::review(
+        policies::REALISTIC_REVIEW.as_bytes(),
+        &set,
+        &policies::namespaces(),
+    )
+    .expect("valid");
     // The review's own object was changed in place: read the original again.
     let review: serde_json::Value =
         serde_json::from_str(policies::REALISTIC_REVIEW).expect("valid JSON");

@@ -5,8 +5,8 @@
 //!
 //! - [`policy`]: the policy model, loading from files, lint findings, compilation into a
 //!   [`policy::PolicySet`].
-//! - [`engine`]: the pure core. `(request, policy set) -> evaluation`: select, match,
-//!   mutate, diff.
+//! - [`engine`]: the pure core. `(request, namespace data, policy set) -> evaluation`:
+//!   select, match, mutate, diff.
 //! - [`expr`]: CEL expressions and `{{ }}` templates, with the Kubernetes helpers.
 //! - [`k8s`]: Kubernetes value formats (quantities, pod ordinals, Multus annotations).
 //! - [`offline`]: admission requests for objects outside a cluster (`graft apply`, `graft test`).

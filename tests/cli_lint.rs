@@ -373,3 +373,27 @@ fn has_over_a_parent_that_may_be_absent_is_warned_with_the_optional_form() {
         expected
     );
 }
+
+#[test]
+fn namespace_selectors_are_checked_like_label_selectors() {
+    let text = policy(
+        "namespaces",
+        &format!(
+            "  match:\n    resources: [pods]\n    namespaceSelector:\n      matchExpressions:\n        - key: team\n          operator: Exists\n          values: [a]\n        - key: tier\n          operator: In\n        - key: Bad/Key\n          operator: NotIn\n          values: [ok]\n  exclude:\n    namespaceSelector: {{}}\n{SET_LABEL}"
+        ),
+    );
+    let operator = policy(
+        "operator",
+        &format!(
+            "  match:\n    resources: [pods]\n    namespaceSelector:\n      matchExpressions:\n        - {{key: team, operator: Equals, values: [a]}}\n{SET_LABEL}"
+        ),
+    );
+    check(
+        &[("a.yaml", &text), ("b.yaml", &operator)],
+        "b.yaml:10: policy operator: spec.match.namespaceSelector.matchExpressions[0].operator: unknown variant `Equals`, expected one of `In`, `NotIn`, `Exists`, `DoesNotExist`\n\
+         a.yaml:10: policy namespaces: spec.match.namespaceSelector.matchExpressions[0]: Exists and DoesNotExist take no values\n\
+         a.yaml:13: policy namespaces: spec.match.namespaceSelector.matchExpressions[1]: In and NotIn need at least one value\n\
+         a.yaml:15: warning: policy namespaces: spec.match.namespaceSelector.matchExpressions[2]: \"Bad/Key\" is not a valid label key: the prefix \"Bad\" is not a lowercase DNS subdomain (hint: label keys are [prefix/]name: a DNS subdomain prefix, a name of up to 63 letters, digits, '-', '_' or '.')\n\
+         a.yaml:19: warning: policy namespaces: spec.exclude.namespaceSelector: an empty namespaceSelector selects every namespace: the exclude block skips every namespaced request and every Namespace",
+    );
+}

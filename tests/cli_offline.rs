@@ -112,7 +112,17 @@ fn review_of_a_sidecar_pod_and_v1beta1_answer_in_kind() {
     request["request"]["object"]["metadata"]["annotations"] =
         json!({"sidecar-injector-webhook.morven.me/inject": "true"});
     let body = serde_json::to_vec(&request).unwrap();
-    let output = graft(&["review", "--policies", "policies/", "-"], Some(&body));
+    let output = graft(
+        &[
+            "review",
+            "--policies",
+            "policies/",
+            "--namespaces",
+            "tests/policies/objects/namespaces.yaml",
+            "-",
+        ],
+        Some(&body),
+    );
     assert!(output.status.success());
     let response: Value = serde_json::from_slice(&output.stdout).unwrap();
     check_envelope(&request, &response);

@@ -3,6 +3,7 @@
 
 use graft::admission::AdmissionRequest;
 use graft::engine::{self, Evaluation, Outcome, PolicyResult};
+use graft::namespaces::NamespaceData;
 use graft::offline::{RequestOptions, request_for};
 use serde_json::{Value, json};
 
@@ -24,7 +25,7 @@ fn evaluate_request(
         ..RequestOptions::default()
     });
     let request: AdmissionRequest = request_for(object, &options, "uid-1");
-    let evaluation = engine::evaluate(&request, &loaded.set);
+    let evaluation = engine::evaluate(&request, &NamespaceData::NotLookedUp, &loaded.set);
     // Every patch applies to the original and reproduces the mutated object.
     if let (Some(original), Some(mutated)) = (&request.object, &evaluation.mutated) {
         let mut patched = original.clone();

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use graft::admission;
+use graft::namespaces::{Namespace, NamespaceMap};
 use graft::policy::PolicySet;
 use serde_json::{Value, json};
 
@@ -20,11 +21,26 @@ fn example_policies() -> PolicySet {
     }
 }
 
+/// The namespaces the reviews are in: `dynamo-system` labelled for sidecar injection.
+fn namespaces() -> &'static NamespaceMap {
+    static MAP: std::sync::OnceLock<NamespaceMap> = std::sync::OnceLock::new();
+    MAP.get_or_init(|| {
+        NamespaceMap::new(
+            [Namespace {
+                name: "dynamo-system".to_string(),
+                labels: [("sidecar-injection".to_string(), "enabled".to_string())].into(),
+                annotations: [("owner".to_string(), "dynamo".to_string())].into(),
+            }],
+            "the test's namespaces",
+        )
+    })
+}
+
 /// Both parses answer `body` alike: the same response bytes, or both refuse it.
 fn check_same(set: &PolicySet, body: &[u8], what: &str) -> Option<Vec<u8>> {
     match (
-        admission::review(body, set),
-        admission::review_lean(body, set),
+        admission::review(body, set, namespaces()),
+        admission::review_lean(body, set, namespaces()),
     ) {
         (Ok(full), Ok(lean)) => {
             assert_eq!(
@@ -221,6 +237,36 @@ fn old_object_is_built_when_read_or_when_it_is_the_document() {
         check_same(&policy(validates_old), &delete, "delete, oldObject read").expect("answered");
     let response: Value = serde_json::from_slice(&answer).expect("json");
     assert_eq!(response["response"]["allowed"], true, "{response}");
+}
+
+/// Policies that need the namespace's data, in a namespace the source knows and in one
+/// it does not (a denial): the two parses resolve it alike.
+#[test]
+fn policies_that_need_the_namespace_are_answered_alike() {
+    let cases = [
+        json!({"match": {"resources": ["pods"], "namespaceSelector": {"matchLabels": {"sidecar-injection": "enabled"}}},
+               "mutations": [{"set": {"path": "$.metadata.labels.x", "value": "y"}}]}),
+        json!({"exclude": {"namespaceSelector": {"matchExpressions": [{"key": "sidecar-injection", "operator": "DoesNotExist"}]}},
+               "mutations": [{"set": {"path": "$.metadata.labels.x", "value": "y"}}]}),
+        json!({"mutations": [{"set": {"path": "$.metadata.labels.owner",
+            "value": "{{ namespaceObject.metadata.annotations.owner }}"}}]}),
+    ];
+    for spec in cases {
+        for (namespace, patched) in [("dynamo-system", true), ("ns", false)] {
+            let mut review: Value =
+                serde_json::from_slice(&body("CREATE", Some(pod("kubectl")), None)).expect("json");
+            review["request"]["namespace"] = json!(namespace);
+            let body = serde_json::to_vec(&review).expect("json");
+            let what = format!("{spec} in {namespace}");
+            let answer = check_same(&policy(spec.clone()), &body, &what).expect("answered");
+            let response: Value = serde_json::from_slice(&answer).expect("json");
+            assert_eq!(
+                response["response"]["allowed"], patched,
+                "{what}: {response}"
+            );
+            assert_eq!(response["response"]["patch"].is_string(), patched, "{what}");
+        }
+    }
 }
 
 #[test]

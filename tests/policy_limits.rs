@@ -9,6 +9,10 @@ use graft::engine::{Outcome, PolicyResult};
 use graft::policy::PolicySet;
 use serde_json::{Value, json};
 
+const NO_NAMESPACES: &graft::namespaces::NoNamespaces = &graft::namespaces::NoNamespaces {
+    hint: "no namespaces in this test",
+};
+
 fn fixture() -> Vec<u8> {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pod-create-multus-worker.json");
@@ -52,7 +56,7 @@ fn load_errors(text: &str) -> String {
 /// `reason`) and `Ignore` (must allow unchanged, with a warning).
 fn check_refused(extra: Value, mutations: Value, reason: &str) {
     let set = load(&policy("Fail", extra.clone(), mutations.clone()));
-    let reviewed = admission::review(&fixture(), &set).expect("review");
+    let reviewed = admission::review(&fixture(), &set, NO_NAMESPACES).expect("review");
     match &reviewed.evaluation.outcome {
         Outcome::Denied { message } => {
             assert!(message.contains(reason), "{message}");
@@ -70,7 +74,7 @@ fn check_refused(extra: Value, mutations: Value, reason: &str) {
     assert!(!reviewed.response.response.allowed);
 
     let set = load(&policy("Ignore", extra, mutations));
-    let reviewed = admission::review(&fixture(), &set).expect("review");
+    let reviewed = admission::review(&fixture(), &set, NO_NAMESPACES).expect("review");
     assert_eq!(reviewed.evaluation.outcome, Outcome::Allowed);
     assert!(
         reviewed.evaluation.patch.0.is_empty(),
@@ -249,7 +253,7 @@ fn comprehensions_nest_at_most_two_deep() {
     // Bounded work, whatever the machine: an evaluation over the cost budget fails the
     // policy (see `cel_evaluation_cost_is_bounded`), so an allowed, patched answer means
     // two nested levels over 100 items stayed within it.
-    let reviewed = admission::review(&body, &set).expect("review");
+    let reviewed = admission::review(&body, &set, NO_NAMESPACES).expect("review");
     assert_eq!(reviewed.evaluation.outcome, Outcome::Allowed);
     assert!(!reviewed.evaluation.patch.0.is_empty());
 }
@@ -268,7 +272,7 @@ fn cel_evaluation_cost_is_bounded() {
     let body = serde_json::to_vec(&body).expect("json");
     for failure_policy in ["Fail", "Ignore"] {
         let set = load(&policy(failure_policy, json!({}), mutations.clone()));
-        let reviewed = admission::review(&body, &set).expect("review");
+        let reviewed = admission::review(&body, &set, NO_NAMESPACES).expect("review");
         let reason = match (
             &reviewed.evaluation.outcome,
             &reviewed.evaluation.policies[..],

@@ -8,6 +8,7 @@ use std::path::Path;
 use base64::Engine as _;
 use graft::admission::{self, AdmissionRequest, ResponseReview};
 use graft::engine::Outcome;
+use graft::namespaces::{Namespace, NamespaceMap};
 use graft::policy::PolicySet;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -287,7 +288,8 @@ fn load(text: &str) -> Result<PolicySet, TestCaseError> {
         .map_err(|findings| TestCaseError::fail(format!("{findings:?}\n{text}")))
 }
 
-fn review_body(object: &Value, version: &str) -> Vec<u8> {
+/// A CREATE of `object` in `namespace`, as the apiserver sends it.
+fn review_body_in(object: &Value, version: &str, namespace: &str) -> Vec<u8> {
     json!({
         "apiVersion": version,
         "kind": "AdmissionReview",
@@ -295,7 +297,7 @@ fn review_body(object: &Value, version: &str) -> Vec<u8> {
             "uid": "7c0e0bb8-0d1c-4c53-9a0e-6a1d8a6c1f00",
             "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "ns",
+            "namespace": namespace,
             "operation": "CREATE",
             "userInfo": {"username": "u"},
             "object": object,
@@ -343,13 +345,23 @@ fn reviewed(
     object: &Value,
     version: &str,
 ) -> Result<Option<Value>, TestCaseError> {
-    let body = review_body(object, version);
-    let reviewed = admission::review(&body, set)
+    reviewed_in(set, object, version, "ns")
+}
+
+/// As [`reviewed`], for a request in `namespace`.
+fn reviewed_in(
+    set: &PolicySet,
+    object: &Value,
+    version: &str,
+    namespace: &str,
+) -> Result<Option<Value>, TestCaseError> {
+    let body = review_body_in(object, version, namespace);
+    let reviewed = admission::review(&body, set, namespaces())
         .map_err(|e| TestCaseError::fail(format!("review refused: {e}")))?;
     let patched = check_response(&reviewed.to_json(), version, object)?;
     prop_assert_eq!(patched.as_ref(), reviewed.evaluation.mutated.as_ref());
     // The server's parse, which builds only what the policies can see, answers alike.
-    let lean = admission::review_lean(&body, set)
+    let lean = admission::review_lean(&body, set, namespaces())
         .map_err(|e| TestCaseError::fail(format!("lean review refused: {e}")))?;
     prop_assert_eq!(lean.to_json(), reviewed.to_json());
     Ok(patched)
@@ -358,7 +370,8 @@ fn reviewed(
 /// The patch applies to the original and yields the engine's mutation; a second pass
 /// over the result yields an empty patch.
 fn converges(request: &AdmissionRequest, set: &PolicySet) -> Result<(), TestCaseError> {
-    let first = graft::engine::evaluate(request, set);
+    let namespace = admission::resolve_namespace(request, set, namespaces());
+    let first = graft::engine::evaluate(request, &namespace, set);
     if first.outcome != Outcome::Allowed || first.patch.0.is_empty() {
         return Ok(());
     }
@@ -368,7 +381,7 @@ fn converges(request: &AdmissionRequest, set: &PolicySet) -> Result<(), TestCase
     prop_assert_eq!(Some(&patched), first.mutated.as_ref());
     let mut again = request.clone();
     again.object = Some(patched);
-    let second = graft::engine::evaluate(&again, set);
+    let second = graft::engine::evaluate(&again, &namespace, set);
     prop_assert_eq!(&second.outcome, &Outcome::Allowed);
     prop_assert!(
         second.patch.0.is_empty(),
@@ -377,6 +390,33 @@ fn converges(request: &AdmissionRequest, set: &PolicySet) -> Result<(), TestCase
         first.patch
     );
     Ok(())
+}
+
+/// The namespaces the generated requests are in: `default` and `kube-system` labelled
+/// for sidecar injection (kube-system is still excluded by the example), `ns` and
+/// `dynamo-system` not.
+fn namespaces() -> &'static NamespaceMap {
+    static MAP: std::sync::OnceLock<NamespaceMap> = std::sync::OnceLock::new();
+    MAP.get_or_init(|| {
+        let namespace = |name: &str, labelled: bool| Namespace {
+            name: name.to_string(),
+            labels: if labelled {
+                [("sidecar-injection".to_string(), "enabled".to_string())].into()
+            } else {
+                Default::default()
+            },
+            annotations: Default::default(),
+        };
+        NamespaceMap::new(
+            [
+                namespace("default", true),
+                namespace("kube-system", true),
+                namespace("ns", false),
+                namespace("dynamo-system", false),
+            ],
+            "the test's namespaces",
+        )
+    })
 }
 
 fn pod_request(object: Value, namespace: &str) -> AdmissionRequest {
@@ -431,9 +471,74 @@ proptest! {
     ) {
         let set = load(&text)?;
         let request = pod_request(object.clone(), "ns");
-        let evaluation = graft::engine::evaluate(&request, &set);
+        let namespace = admission::resolve_namespace(&request, &set, namespaces());
+        let evaluation = graft::engine::evaluate(&request, &namespace, &set);
         let mutated = evaluation.mutated.as_ref().unwrap_or(&object);
         prop_assert_eq!(&evaluation.patch, &json_patch::diff(&object, mutated));
+    }
+}
+
+/// A namespace selector on the label the test namespaces carry (or not).
+fn namespace_selector() -> impl Strategy<Value = Value> {
+    let values = prop::collection::vec(
+        prop::sample::select(&["enabled", "disabled"][..]).prop_map(str::to_string),
+        1..3,
+    );
+    prop_oneof![
+        Just(json!({"matchLabels": {"sidecar-injection": "enabled"}})),
+        values
+            .clone()
+            .prop_map(|v| json!({"matchExpressions": [{"key": "sidecar-injection", "operator": "In", "values": v}]})),
+        values.prop_map(|v| json!({"matchExpressions": [{"key": "sidecar-injection", "operator": "NotIn", "values": v}]})),
+        Just(json!({"matchExpressions": [{"key": "sidecar-injection", "operator": "Exists"}]})),
+        Just(json!({"matchExpressions": [{"key": "sidecar-injection", "operator": "DoesNotExist"}]})),
+        Just(json!({})),
+    ]
+}
+
+/// Adds `selector` to the `match` (or a new `exclude`) of every policy in `text`, and
+/// makes every other policy read `namespaceObject` in a `when`.
+fn with_namespace_selector(text: &str, selector: &Value, in_exclude: bool) -> String {
+    text.split("\n---\n")
+        .enumerate()
+        .map(|(i, document)| {
+            let mut policy: Value = serde_json::from_str(document).unwrap_or_default();
+            if in_exclude {
+                policy["spec"]["exclude"] = json!({"namespaceSelector": selector});
+            } else {
+                policy["spec"]["match"]["namespaceSelector"] = selector.clone();
+            }
+            if i % 2 == 1
+                && let Some(mutations) = policy["spec"]["mutations"].as_array_mut()
+            {
+                for mutation in mutations {
+                    mutation["when"] =
+                        json!("namespaceObject == null || namespaceObject.metadata.name != ''");
+                }
+            }
+            policy.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// Policies that select on the namespace (in `match` or `exclude`) or read it, for pods
+    /// in a labelled, an unlabelled and an unknown namespace: both parses answer alike,
+    /// the patch applies, and the second pass is empty.
+    #[test]
+    fn namespace_policies_are_answered_alike_and_converge(
+        text in policy_text(literal_edit, true),
+        object in object(),
+        selector in namespace_selector(),
+        in_exclude in any::<bool>(),
+        namespace in prop::sample::select(&["default", "ns", "ghost"][..]),
+    ) {
+        let set = load(&with_namespace_selector(&text, &selector, in_exclude))?;
+        reviewed_in(&set, &object, admission::API_VERSION_V1, namespace)?;
+        converges(&pod_request(object, namespace), &set)?;
     }
 }
 

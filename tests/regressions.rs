@@ -9,6 +9,10 @@ use graft::admission;
 use graft::policy::PolicySet;
 use serde_json::{Value, json};
 
+const NO_NAMESPACES: &graft::namespaces::NoNamespaces = &graft::namespaces::NoNamespaces {
+    hint: "no namespaces in this test",
+};
+
 fn load(mutations: Value) -> PolicySet {
     let text = json!({
         "apiVersion": "graft.dev/v1alpha1",
@@ -47,7 +51,7 @@ fn body(object: &Value) -> Vec<u8> {
 /// Reviews `body` as the apiserver would send it and returns the object the apiserver
 /// would store: the response's patch applied to the request's object.
 fn admit(set: &PolicySet, body: &[u8]) -> (Value, usize) {
-    let reviewed = admission::review(body, set).expect("review");
+    let reviewed = admission::review(body, set, NO_NAMESPACES).expect("review");
     let request: Value = serde_json::from_slice(body).expect("json");
     let mut object = request["request"]["object"].clone();
     let response: Value = serde_json::from_slice(&reviewed.to_json()).expect("response");
@@ -220,7 +224,11 @@ fn an_ignored_policy_gets_another_look_after_a_later_change() {
         &graft::offline::RequestOptions::default(),
         "u-2",
     );
-    let evaluation = graft::engine::evaluate(&request, &set);
+    let evaluation = graft::engine::evaluate(
+        &request,
+        &graft::namespaces::NamespaceData::NotLookedUp,
+        &set,
+    );
     let results: Vec<(&str, &str)> = evaluation
         .policies
         .iter()
@@ -240,7 +248,7 @@ fn a_raw_patch_that_fails_part_way_fails_the_policy_without_a_panic() {
         {"op": "move", "from": "/metadata/labels/app", "path": "/spec/a"},
     ]}]));
     let object = json!({"metadata": {"name": "p", "labels": {}}});
-    let reviewed = admission::review(&body(&object), &set).expect("review");
+    let reviewed = admission::review(&body(&object), &set, NO_NAMESPACES).expect("review");
     let response: Value = serde_json::from_slice(&reviewed.to_json()).expect("response");
     assert_eq!(response["response"]["allowed"], false, "{response}");
     let message = response["response"]["status"]["message"]

@@ -45,6 +45,19 @@ spec:
       when: variables.gpus > 0
 "#;
 
+/// The realistic pod's namespace, `dynamo-system`, labelled for sidecar injection (the
+/// sidecar example's `namespaceSelector`), as the server's namespace cache would hold it.
+pub fn namespaces() -> graft::namespaces::NamespaceMap {
+    graft::namespaces::NamespaceMap::new(
+        [graft::namespaces::Namespace {
+            name: "dynamo-system".to_string(),
+            labels: [("sidecar-injection".to_string(), "enabled".to_string())].into(),
+            annotations: Default::default(),
+        }],
+        "the benchmark's namespaces",
+    )
+}
+
 /// The policies that match the realistic pod, in the order they are added to a set.
 pub fn matching() -> [&'static str; 4] {
     [MULTUS, SIDECAR, STATEFULSET, GPU_ANNOTATION]

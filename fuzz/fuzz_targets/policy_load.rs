@@ -18,7 +18,12 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(review) = graft::admission::parse(&body) {
             // The answer changes the request's object in place: keep the original to patch.
             let original = review.request.object.clone();
-            let reviewed = graft::admission::answer(review, &loaded.set);
+            let namespace = graft::admission::resolve_namespace(
+                &review.request,
+                &loaded.set,
+                graft_fuzz::namespaces(),
+            );
+            let reviewed = graft::admission::answer(review, &namespace, &loaded.set);
             let uid = &reviewed.review.request.uid;
             graft_fuzz::check_response(&reviewed.to_json(), uid, original.as_ref());
         }

@@ -7,12 +7,14 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let set = graft_fuzz::example_policies();
-    let lean = graft::admission::review_lean(data, set);
+    let namespaces = graft_fuzz::namespaces();
+    let lean = graft::admission::review_lean(data, set, namespaces);
     match graft::admission::parse(data) {
         Ok(review) => {
             // The answer changes the request's object in place: keep the original to patch.
             let original = review.request.object.clone();
-            let reviewed = graft::admission::answer(review, set);
+            let namespace = graft::admission::resolve_namespace(&review.request, set, namespaces);
+            let reviewed = graft::admission::answer(review, &namespace, set);
             let uid = &reviewed.review.request.uid;
             let body = reviewed.to_json();
             graft_fuzz::check_response(&body, uid, original.as_ref());

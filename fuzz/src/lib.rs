@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use base64::Engine as _;
 use graft::admission::{AdmissionRequest, ResponseReview};
 use graft::engine::Outcome;
+use graft::namespaces::{Namespace, NamespaceMap};
 use graft::policy::PolicySet;
 use serde_json::Value;
 
@@ -21,6 +22,23 @@ pub fn example_policies() -> &'static PolicySet {
     SET.get_or_init(|| match graft::policy::load(&[repo().join("policies")]) {
         Ok(loaded) => loaded.set,
         Err(findings) => panic!("example policies do not load: {findings:?}"),
+    })
+}
+
+/// The namespaces the fuzzed requests are in: `dynamo-system` and `default` labelled
+/// for sidecar injection (the example's `namespaceSelector`), with an annotation.
+pub fn namespaces() -> &'static NamespaceMap {
+    static MAP: OnceLock<NamespaceMap> = OnceLock::new();
+    MAP.get_or_init(|| {
+        let namespace = |name: &str| Namespace {
+            name: name.to_string(),
+            labels: [("sidecar-injection".to_string(), "enabled".to_string())].into(),
+            annotations: [("owner".to_string(), "fuzz".to_string())].into(),
+        };
+        NamespaceMap::new(
+            [namespace("dynamo-system"), namespace("default")],
+            "the fuzzer's namespaces",
+        )
     })
 }
 
@@ -68,7 +86,8 @@ pub fn check_response(body: &[u8], uid: &str, object: Option<&Value>) -> Option<
 /// Evaluates `request` twice: the patch must apply to the original and give the
 /// engine's mutated object, and a second pass over the result must change nothing.
 pub fn check_round_trip(request: &AdmissionRequest, set: &PolicySet) {
-    let first = graft::engine::evaluate(request, set);
+    let namespace = graft::admission::resolve_namespace(request, set, namespaces());
+    let first = graft::engine::evaluate(request, &namespace, set);
     if first.patch.0.is_empty() || first.outcome != Outcome::Allowed {
         return;
     }
@@ -79,7 +98,7 @@ pub fn check_round_trip(request: &AdmissionRequest, set: &PolicySet) {
     assert_eq!(Some(&patched), first.mutated.as_ref(), "patch != mutation");
     let mut again = request.clone();
     again.object = Some(patched);
-    let second = graft::engine::evaluate(&again, set);
+    let second = graft::engine::evaluate(&again, &namespace, set);
     if second.outcome == Outcome::Allowed {
         assert!(
             second.patch.0.is_empty(),

@@ -17,8 +17,10 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
-use super::{AdmissionRequest, BadReview, Review, Reviewed, answer, checked};
-use crate::policy::compiled::Operation;
+use super::{
+    AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, resolve,
+};
+use crate::namespaces::NamespaceSource;
 use crate::policy::{PolicySet, Reads};
 
 #[derive(Deserialize)]
@@ -35,20 +37,20 @@ struct IncomingRaw<'a> {
 /// Parses and answers one review body as [`super::review`] does, building only the
 /// parts of the objects the candidate policies can see. `review.request.object` (and
 /// `evaluation.mutated`) may lack `metadata.managedFields`, and the objects are `None`
-/// when no policy is a candidate: use [`super::review`] where the objects matter.
-pub fn review_lean(body: &[u8], policies: &PolicySet) -> Result<Reviewed, BadReview> {
+/// when no policy is a candidate: use [`super::review`] where the objects matter. The
+/// request's namespace is looked up in `namespaces` only when a candidate policy needs
+/// its data.
+pub fn review_lean(
+    body: &[u8],
+    policies: &PolicySet,
+    namespaces: &dyn NamespaceSource,
+) -> Result<Reviewed, BadReview> {
     let incoming: IncomingRaw<'_> = serde_json::from_slice(body)?;
     let raw = checked(&incoming.api_version, incoming.kind, incoming.request)?;
     if raw.uid.is_empty() {
         return Err(BadReview::MissingUid);
     }
-    let reads = Operation::parse(&raw.operation).and_then(|operation| {
-        policies.candidate_reads(
-            &raw.resource.resource,
-            raw.sub_resource.as_deref().unwrap_or(""),
-            operation,
-        )
-    });
+    let reads = candidate_reads(&raw, policies);
     let (object, old_object) = match reads {
         None => (None, None),
         Some(reads) => build_objects(raw.object, raw.old_object, reads)?,
@@ -62,12 +64,13 @@ pub fn review_lean(body: &[u8], policies: &PolicySet) -> Result<Reviewed, BadRev
             check(raw.get()).map_err(|error| BadReview::Object { field, error })?;
         }
     }
+    let namespace = resolve(&raw, reads, namespaces);
     let request = raw.with_objects(object, old_object);
     let review = Review {
         api_version: incoming.api_version,
         request,
     };
-    Ok(answer(review, policies))
+    Ok(answer(review, &namespace, policies))
 }
 
 type Objects = (Option<Value>, Option<Value>);

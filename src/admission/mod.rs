@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::{self, Evaluation, Outcome};
-use crate::policy::PolicySet;
+use crate::namespaces::{NamespaceData, NamespaceSource};
+use crate::policy::compiled::Operation;
+use crate::policy::{PolicySet, Reads};
 
 mod lean;
 
@@ -197,18 +199,62 @@ fn checked<R>(api_version: &str, kind: String, request: Option<R>) -> Result<R, 
     request.ok_or(BadReview::MissingRequest)
 }
 
-/// Parses, evaluates and answers one review body.
-pub fn review(body: &[u8], policies: &PolicySet) -> Result<Reviewed, BadReview> {
+/// Parses, evaluates and answers one review body; the request's namespace is looked
+/// up in `namespaces` only when a candidate policy needs its data.
+pub fn review(
+    body: &[u8],
+    policies: &PolicySet,
+    namespaces: &dyn NamespaceSource,
+) -> Result<Reviewed, BadReview> {
     let review = parse(body)?;
-    Ok(answer(review, policies))
+    let reads = candidate_reads(&review.request, policies);
+    let namespace = resolve(&review.request, reads, namespaces);
+    Ok(answer(review, &namespace, policies))
 }
 
-/// Evaluates a parsed review and builds the response review. The request's object is
-/// changed in place: afterwards `review.request.object` is the object as it came when
-/// there is no patch, and `evaluation.mutated` the changed object when there is one.
-pub fn answer(mut review: Review, policies: &PolicySet) -> Reviewed {
+/// What the candidate policies for a request can see, together; `None` when no policy
+/// is a candidate.
+fn candidate_reads<O>(request: &AdmissionRequest<O>, policies: &PolicySet) -> Option<Reads> {
+    let operation = Operation::parse(&request.operation)?;
+    policies.candidate_reads(
+        &request.resource.resource,
+        request.sub_resource.as_deref().unwrap_or(""),
+        operation,
+    )
+}
+
+/// The data of the request's namespace, looked up in `namespaces` only when the request
+/// is namespaced and a candidate policy needs it: a review no policy asks about the
+/// namespace for costs no lookup.
+pub fn resolve_namespace<O>(
+    request: &AdmissionRequest<O>,
+    policies: &PolicySet,
+    namespaces: &dyn NamespaceSource,
+) -> NamespaceData {
+    resolve(request, candidate_reads(request, policies), namespaces)
+}
+
+fn resolve<O>(
+    request: &AdmissionRequest<O>,
+    reads: Option<Reads>,
+    namespaces: &dyn NamespaceSource,
+) -> NamespaceData {
+    match request.namespace.as_deref() {
+        Some(name) if !name.is_empty() && reads.is_some_and(|reads| reads.namespace) => {
+            namespaces.namespace_data(name)
+        }
+        _ => NamespaceData::NotLookedUp,
+    }
+}
+
+/// Evaluates a parsed review, with its namespace resolved to `namespace`, and builds the
+/// response review. The request's object is changed in place: afterwards
+/// `review.request.object` is the object as it came when there is no patch, and
+/// `evaluation.mutated` the changed object when there is one.
+pub fn answer(mut review: Review, namespace: &NamespaceData, policies: &PolicySet) -> Reviewed {
     let mut object = review.request.object.take();
-    let mut evaluation = engine::evaluate_in_place(&review.request, &mut object, policies);
+    let mut evaluation =
+        engine::evaluate_in_place(&review.request, &mut object, namespace, policies);
     if evaluation.patch.0.is_empty() {
         review.request.object = object;
     } else {

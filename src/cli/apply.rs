@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 
-use super::input::{load_policies, read_input};
+use super::input::{load_policies, namespace_source, read_input};
+use crate::admission;
 use crate::engine::{self, Outcome};
 use crate::offline::{self, RequestOptions};
 
@@ -26,7 +27,7 @@ pub enum Output {
 /// A denial prints its reason on standard error and exits 1.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  graft apply --policies policies/ --namespace dynamo-system pod.yaml\n  kubectl get pod web-0 -o yaml | graft apply -o patch -\n  graft apply --operation UPDATE --resource nodes/status node.json"
+    after_help = "Examples:\n  graft apply --policies policies/ --namespace dynamo-system pod.yaml\n  kubectl get pod web-0 -o yaml | graft apply -o patch -\n  graft apply --operation UPDATE --resource nodes/status node.json\n  graft apply --namespaces namespaces.yaml pod.yaml"
 )]
 pub struct Args {
     /// Policy files or directories.
@@ -41,6 +42,10 @@ pub struct Args {
     /// RESOURCE or RESOURCE/SUBRESOURCE (default: derived from the object's kind).
     #[arg(long)]
     pub resource: Option<String>,
+    /// Namespace objects (YAML or JSON; several documents or `kind: List`) for policies
+    /// that use `namespaceSelector` or `namespaceObject`.
+    #[arg(long, value_name = "FILE")]
+    pub namespaces: Option<PathBuf>,
     #[arg(short, long, value_enum, default_value_t = Output::Yaml)]
     pub output: Output,
     /// YAML or JSON objects (several documents, or `kind: List`); `-` for standard input.
@@ -49,6 +54,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let set = load_policies(&args.policies)?;
+    let namespaces = namespace_source(args.namespaces.as_deref())?;
     let text = String::from_utf8(read_input(&args.file)?)?;
     let objects = offline::read_objects(&text)?;
     let options = RequestOptions {
@@ -62,7 +68,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (index, object) in objects.into_iter().enumerate() {
         let request =
             offline::request_for(object.clone(), &options, &format!("graft-apply-{index}"));
-        let evaluation = engine::evaluate(&request, &set);
+        let namespace = admission::resolve_namespace(&request, &set, namespaces.as_ref());
+        let evaluation = engine::evaluate(&request, &namespace, &set);
         for warning in &evaluation.warnings {
             eprintln!("warning: {warning}");
         }

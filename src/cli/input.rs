@@ -37,3 +37,24 @@ pub fn load_policies(paths: &[std::path::PathBuf]) -> anyhow::Result<crate::poli
         }
     }
 }
+
+/// The namespace source of an offline command: the Namespace objects in `file`, or none
+/// (a policy that needs namespace data then fails, saying to pass `--namespaces`).
+pub fn namespace_source(
+    file: Option<&Path>,
+) -> anyhow::Result<Box<dyn crate::namespaces::NamespaceSource>> {
+    use crate::namespaces::{NamespaceMap, NoNamespaces, read_namespaces};
+    let Some(file) = file else {
+        return Ok(Box::new(NoNamespaces {
+            hint: "pass the Namespace objects with --namespaces FILE",
+        }));
+    };
+    let text = String::from_utf8(read_input(file)?)
+        .with_context(|| format!("{}: not UTF-8 text", file.display()))?;
+    let namespaces = read_namespaces(&text)
+        .with_context(|| format!("reading namespaces from {}", file.display()))?;
+    Ok(Box::new(NamespaceMap::new(
+        namespaces,
+        "the --namespaces file",
+    )))
+}

@@ -4,19 +4,23 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::input::{load_policies, read_input};
+use super::input::{load_policies, namespace_source, read_input};
 use crate::admission;
 
 /// Answer one AdmissionReview (v1 or v1beta1) and print the response review exactly
 /// as `graft serve` sends it: same apiVersion, uid echoed, base64 patch.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  graft review --policies policies/ review.json\n  graft review review.json | jq -r .response.patch | base64 -d | jq ."
+    after_help = "Examples:\n  graft review --policies policies/ review.json\n  graft review --namespaces namespaces.yaml review.json\n  graft review review.json | jq -r .response.patch | base64 -d | jq ."
 )]
 pub struct Args {
     /// Policy files or directories.
     #[arg(long, default_value = "policies")]
     pub policies: Vec<PathBuf>,
+    /// Namespace objects (YAML or JSON; several documents or `kind: List`) for policies
+    /// that use `namespaceSelector` or `namespaceObject`.
+    #[arg(long, value_name = "FILE")]
+    pub namespaces: Option<PathBuf>,
     /// An AdmissionReview in JSON; `-` (the default) for standard input.
     #[arg(default_value = "-")]
     pub file: PathBuf,
@@ -24,9 +28,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let set = load_policies(&args.policies)?;
+    let namespaces = namespace_source(args.namespaces.as_deref())?;
     let body = read_input(&args.file)?;
     // The server's parse, so the two answer alike.
-    let reviewed = admission::review_lean(&body, &set)?;
+    let reviewed = admission::review_lean(&body, &set, namespaces.as_ref())?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&reviewed.to_json())?;
     writeln!(stdout)?;

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::input::load_policies;
 use crate::admission::{self, AdmissionRequest};
 use crate::engine::{self, Evaluation, Outcome};
+use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};
 use crate::offline::{self, RequestOptions};
 use crate::policy::PolicySet;
 
@@ -22,8 +23,14 @@ use crate::policy::PolicySet;
 ///
 /// Exit codes: 0 every case passed, 1 a case failed, 2 usage error.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  graft test\n  graft test tests/policies/multus-networks.yaml")]
+#[command(
+    after_help = "Examples:\n  graft test\n  graft test tests/policies/multus-networks.yaml\n  graft test --namespaces namespaces.yaml my-suites/"
+)]
 pub struct Args {
+    /// Namespace objects (YAML or JSON; several documents or `kind: List`) for the
+    /// suites that list none of their own (`spec.namespaces`, `spec.namespacesFile`).
+    #[arg(long, value_name = "FILE")]
+    pub namespaces: Option<PathBuf>,
     /// Suite files, or directories searched recursively for *.yaml suites.
     #[arg(default_value = "tests/policies")]
     pub paths: Vec<PathBuf>,
@@ -50,6 +57,14 @@ pub struct SuiteMetadata {
 pub struct SuiteSpec {
     /// Policy files or directories, relative to the suite file.
     pub policies: Vec<PathBuf>,
+    /// Namespace objects the cases' requests are in, for policies that use
+    /// `namespaceSelector` or `namespaceObject`.
+    #[serde(default)]
+    pub namespaces: Vec<Value>,
+    /// More Namespace objects, from a YAML or JSON file relative to the suite (several
+    /// documents or `kind: List`).
+    #[serde(default)]
+    pub namespaces_file: Option<PathBuf>,
     pub cases: Vec<Case>,
 }
 
@@ -109,9 +124,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if files.is_empty() {
         bail!("no test suites found in {:?}", args.paths);
     }
+    let shared = match &args.namespaces {
+        Some(path) => Some(super::input::namespace_source(Some(path))?),
+        None => None,
+    };
     let (mut passed, mut failed) = (0usize, 0usize);
     for file in files {
-        let results = run_suite_file(&file)?;
+        let results = run_suite_file_with(&file, shared.as_deref())?;
         for result in results {
             match result.failure {
                 None => {
@@ -149,6 +168,15 @@ pub struct CaseResult {
 
 /// Runs every case of one suite file.
 pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
+    run_suite_file_with(file, None)
+}
+
+/// Runs every case of one suite file; `shared` holds the namespaces of a suite that
+/// lists none of its own.
+pub fn run_suite_file_with(
+    file: &Path,
+    shared: Option<&dyn NamespaceSource>,
+) -> anyhow::Result<Vec<CaseResult>> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let suite: Suite =
@@ -163,12 +191,21 @@ pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
     let base = file.parent().unwrap_or(Path::new("."));
     let policy_paths: Vec<PathBuf> = suite.spec.policies.iter().map(|p| base.join(p)).collect();
     let set = load_policies(&policy_paths)?;
+    let own = suite_namespaces(&suite.spec, base)
+        .with_context(|| format!("{}: spec.namespaces", file.display()))?;
+    let namespaces: &dyn NamespaceSource = match (&own, shared) {
+        (None, Some(shared)) => shared,
+        (Some(own), _) => own,
+        (None, None) => &NoNamespaces {
+            hint: "list the Namespace objects under the suite's spec.namespaces, or pass --namespaces FILE",
+        },
+    };
     suite
         .spec
         .cases
         .iter()
         .map(|case| {
-            let failure = run_case(case, base, &set)
+            let failure = run_case(case, base, &set, namespaces)
                 .with_context(|| format!("{}: case {:?}", file.display(), case.name))?;
             Ok(CaseResult {
                 suite: suite.metadata.name.clone(),
@@ -179,10 +216,41 @@ pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
         .collect()
 }
 
-fn run_case(case: &Case, base: &Path, set: &PolicySet) -> anyhow::Result<Option<String>> {
+/// The suite's own namespaces, inline and from `namespacesFile`; `None` when it lists
+/// none.
+fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<NamespaceMap>> {
+    if spec.namespaces.is_empty() && spec.namespaces_file.is_none() {
+        return Ok(None);
+    }
+    // One document list, so inline and file namespaces are checked alike (a name given
+    // twice across the two is an error).
+    let mut objects = spec.namespaces.clone();
+    if let Some(path) = &spec.namespaces_file {
+        let path = base.join(path);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        objects.extend(
+            offline::read_objects(&text).with_context(|| format!("reading {}", path.display()))?,
+        );
+    }
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    let namespaces = namespaces::read_namespaces(&serde_json::to_string(&list)?)?;
+    Ok(Some(NamespaceMap::new(
+        namespaces,
+        "the suite's namespaces",
+    )))
+}
+
+fn run_case(
+    case: &Case,
+    base: &Path,
+    set: &PolicySet,
+    namespaces: &dyn NamespaceSource,
+) -> anyhow::Result<Option<String>> {
     let request = case_request(case, base)?;
     let original = request.object.clone();
-    let evaluation = engine::evaluate(&request, set);
+    let namespace = admission::resolve_namespace(&request, set, namespaces);
+    let evaluation = engine::evaluate(&request, &namespace, set);
     let mut problems = Vec::new();
     check_outcome(case, base, &evaluation, original.as_ref(), &mut problems)?;
     for expected in &case.expect.warnings {
@@ -212,7 +280,7 @@ fn run_case(case: &Case, base: &Path, set: &PolicySet) -> anyhow::Result<Option<
     }
     if let Some(original) = &original {
         check_patch_applies(original, &evaluation, &mut problems);
-        check_converges(&request, &evaluation, set, &mut problems);
+        check_converges(&request, &evaluation, &namespace, set, &mut problems);
     }
     Ok((!problems.is_empty()).then(|| problems.join("\n")))
 }
@@ -338,6 +406,7 @@ fn check_patch_applies(original: &Value, evaluation: &Evaluation, problems: &mut
 fn check_converges(
     request: &AdmissionRequest,
     evaluation: &Evaluation,
+    namespace: &namespaces::NamespaceData,
     set: &PolicySet,
     problems: &mut Vec<String>,
 ) {
@@ -346,7 +415,7 @@ fn check_converges(
     };
     let mut again = request.clone();
     again.object = Some(mutated.clone());
-    let second = engine::evaluate(&again, set);
+    let second = engine::evaluate(&again, namespace, set);
     if !second.patch.0.is_empty() {
         problems.push(format!(
             "not convergent: a second pass gives patch {}",

@@ -1,6 +1,6 @@
 //! The declarative part of `match` and `exclude`: resources, operations, namespaces,
-//! label and annotation selectors, and field tests. CEL conditions are evaluated by
-//! the caller, which owns the CEL scope.
+//! namespace, label and annotation selectors, and field tests. CEL conditions are
+//! evaluated by the caller, which owns the CEL scope.
 
 use serde_json::Value;
 
@@ -8,6 +8,7 @@ use super::lookup::{child, field};
 use super::path::{JsonPath, PathError};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
+use crate::namespaces::NamespaceData;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
 
 /// The facts about a request that matching reads, computed once per review.
@@ -20,11 +21,18 @@ pub struct RequestFacts<'a> {
     pub subresource: &'a str,
     /// `request.namespace`: reliable, unlike `object.metadata.namespace` at CREATE.
     pub namespace: &'a str,
+    /// What the caller resolved `namespace` to.
+    pub namespace_data: &'a NamespaceData,
 }
 
 impl<'a> RequestFacts<'a> {
-    pub fn of(request: &'a AdmissionRequest, operation: Operation) -> RequestFacts<'a> {
+    pub fn of(
+        request: &'a AdmissionRequest,
+        operation: Operation,
+        namespace_data: &'a NamespaceData,
+    ) -> RequestFacts<'a> {
         RequestFacts {
+            namespace_data,
             operation,
             group: &request.resource.group,
             version: &request.resource.version,
@@ -44,13 +52,77 @@ pub struct FieldTestError<'c> {
     pub error: PathError,
 }
 
-/// Whether every declarative condition holds (the CEL condition is not looked at).
-pub fn declarative_match<'c>(
+impl RequestFacts<'_> {
+    /// Whether the request is about a Namespace itself (any subresource).
+    pub fn is_namespace(&self) -> bool {
+        self.group.is_empty() && self.resource == "namespaces"
+    }
+}
+
+/// Which block a condition is in: a `namespaceSelector` on a cluster-scoped object
+/// holds in `match` and does not hold in `exclude`, so it never skips the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Block {
+    Match,
+    Exclude,
+}
+
+/// Why the conditions of a block could not be decided.
+#[derive(Debug)]
+pub enum ConditionError<'c> {
+    /// A field test's path cannot be evaluated on the object.
+    FieldTest(FieldTestError<'c>),
+    /// The namespace selector needs the namespace's data, which is missing: the reason.
+    Namespace(String),
+}
+
+/// Whether every declarative condition of an `exclude` block holds (the CEL condition
+/// is not looked at). The namespace selector is looked at last, so its data is needed
+/// only when the answer depends on it.
+pub fn exclude_holds<'c>(
     conditions: &'c Conditions,
     facts: &RequestFacts<'_>,
     object: &Value,
-) -> Result<bool, FieldTestError<'c>> {
-    Ok(request_matches(conditions, facts) && object_matches(conditions, object)?)
+) -> Result<bool, ConditionError<'c>> {
+    let declared = object_matches(conditions, object).map_err(ConditionError::FieldTest)?;
+    if !(request_matches(conditions, facts) && declared) {
+        return Ok(false);
+    }
+    namespace_selector_holds(conditions, facts, object, Block::Exclude)
+        .map_err(ConditionError::Namespace)
+}
+
+/// Whether the `namespaceSelector` holds, with a webhook's semantics: a Namespace is
+/// matched on its own labels (in `object`, which is the old object at DELETE); another
+/// cluster-scoped object is never skipped because of it; any other request is matched
+/// on the labels of its namespace, which the caller resolved. `Err` says why the
+/// namespace's data is missing when it is needed.
+pub fn namespace_selector_holds(
+    conditions: &Conditions,
+    facts: &RequestFacts<'_>,
+    object: &Value,
+    block: Block,
+) -> Result<bool, String> {
+    let Some(requirements) = &conditions.namespace_selector else {
+        return Ok(true);
+    };
+    if facts.is_namespace() {
+        return Ok(selector_matches(
+            requirements,
+            metadata_map(object, "labels"),
+        ));
+    }
+    if facts.namespace.is_empty() {
+        return Ok(block == Block::Match);
+    }
+    // An empty selector selects every namespace without looking at one.
+    if requirements.is_empty() {
+        return Ok(true);
+    }
+    let namespace = facts.namespace_data.known(facts.namespace)?;
+    Ok(requirements_hold(requirements, |key| {
+        namespace.labels.get(key).map(String::as_str)
+    }))
 }
 
 /// The conditions on the request itself (resource, operation, namespace), which no
@@ -139,12 +211,22 @@ fn metadata_map<'v>(object: &'v Value, name: &str) -> Option<&'v serde_json::Map
     child(child(object, "metadata")?, name)?.as_object()
 }
 
-/// Kubernetes LabelSelector semantics; a missing map is an empty map.
+/// Kubernetes LabelSelector semantics over an object's map; a missing map is an empty
+/// map.
 pub fn selector_matches(
     requirements: &[Requirement],
     map: Option<&serde_json::Map<String, Value>>,
 ) -> bool {
-    let get = |key: &str| map.and_then(|m| field(m, key)).and_then(Value::as_str);
+    requirements_hold(requirements, |key| {
+        map.and_then(|m| field(m, key)).and_then(Value::as_str)
+    })
+}
+
+/// Kubernetes LabelSelector semantics over any map, read through `get`.
+pub fn requirements_hold<'m>(
+    requirements: &[Requirement],
+    get: impl Fn(&str) -> Option<&'m str>,
+) -> bool {
     requirements.iter().all(|requirement| match requirement {
         Requirement::In(key, values) => get(key).is_some_and(|v| values.iter().any(|x| x == v)),
         Requirement::NotIn(key, values) => get(key).is_none_or(|v| values.iter().all(|x| x != v)),

@@ -1,4 +1,5 @@
-//! The pure core: (request, policy set) -> evaluation. No I/O, no clock, no globals.
+//! The pure core: (request, namespace data, policy set) -> evaluation. No I/O, no
+//! clock, no globals: the caller resolves the request's namespace beforehand.
 //!
 //! For each candidate policy, in order: match against the object as the previous
 //! policies left it, evaluate the policy's expressions (phase 1, read-only), apply
@@ -20,12 +21,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::admission::AdmissionRequest;
+use crate::namespaces::NamespaceData;
 use crate::policy::compiled::Operation;
 use crate::policy::model::FailurePolicy;
 use crate::policy::{CompiledPolicy, PolicySet};
 
 use matching::{Blocker, RequestFacts};
-use run::{PolicyRun, WorkingCopy, run_policy};
+use run::{PolicyRun, SharedBindings, WorkingCopy, run_policy};
 use touched::Touched;
 
 /// Most passes over the candidates; later passes only look at policies that have not
@@ -114,11 +116,17 @@ impl Evaluation {
     }
 }
 
-/// Evaluates every candidate policy, in order, against the request. The request is
-/// left as it is; `mutated` holds the changed object when there is a patch.
-pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation {
+/// Evaluates every candidate policy, in order, against the request. `namespace` is what
+/// the caller resolved the request's namespace to
+/// ([`crate::admission::resolve_namespace`]). The request is left as it is; `mutated`
+/// holds the changed object when there is a patch.
+pub fn evaluate(
+    request: &AdmissionRequest,
+    namespace: &NamespaceData,
+    policies: &PolicySet,
+) -> Evaluation {
     let mut object = request.object.clone();
-    let mut evaluation = evaluate_in_place(request, &mut object, policies);
+    let mut evaluation = evaluate_in_place(request, &mut object, namespace, policies);
     if !evaluation.patch.0.is_empty() {
         evaluation.mutated = object;
     }
@@ -132,13 +140,14 @@ pub fn evaluate(request: &AdmissionRequest, policies: &PolicySet) -> Evaluation 
 pub fn evaluate_in_place(
     request: &AdmissionRequest,
     object: &mut Option<Value>,
+    namespace: &NamespaceData,
     policies: &PolicySet,
 ) -> Evaluation {
     let mut evaluation = Evaluation::allowed_unchanged();
     let Some(operation) = Operation::parse(&request.operation) else {
         return evaluation;
     };
-    let facts = RequestFacts::of(request, operation);
+    let facts = RequestFacts::of(request, operation, namespace);
     let candidates: Vec<&CompiledPolicy> = policies
         .candidates(facts.resource, facts.subresource, operation)
         .collect();
@@ -158,8 +167,7 @@ pub fn evaluate_in_place(
             None => return evaluation,
         },
     };
-    // Built on first use: most policies use no CEL, and then no review pays for it.
-    let request_binding = std::cell::OnceCell::new();
+    let shared = SharedBindings::default();
     let mut working = WorkingCopy {
         document,
         touched: Touched::new(),
@@ -195,7 +203,7 @@ pub fn evaluate_in_place(
             }
             looked = true;
             seen[i] = Some(version);
-            let outcome = run_policy(policy, &facts, request, &request_binding, &mut working);
+            let outcome = run_policy(policy, &facts, request, &shared, &mut working);
             blocked[i] = None;
             let (result, warning) = match outcome {
                 PolicyRun::NotForRequest => {

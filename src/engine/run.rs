@@ -6,7 +6,10 @@ use std::fmt;
 use serde_json::{Value, json};
 
 use super::edit::Editor;
-use super::matching::{Blocker, RequestFacts, declarative_match, object_blocker, request_matches};
+use super::matching::{
+    Block, Blocker, ConditionError, RequestFacts, exclude_holds, namespace_selector_holds,
+    object_blocker, request_matches,
+};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
 use crate::expr::{Bindings, Expression, Scope};
@@ -62,6 +65,34 @@ pub fn request_binding(request: &AdmissionRequest) -> Value {
     })
 }
 
+/// The bindings one review shares between its policies, each built on first use: most
+/// policies use no CEL, and then no review pays for them.
+#[derive(Default)]
+pub struct SharedBindings {
+    request: OnceCell<Value>,
+    /// `None` for a cluster-scoped request (CEL `null`).
+    namespace_object: OnceCell<Option<Value>>,
+}
+
+impl SharedBindings {
+    fn request(&self, request: &AdmissionRequest) -> &Value {
+        self.request.get_or_init(|| request_binding(request))
+    }
+
+    /// `namespaceObject`, or why the namespace's data is missing.
+    fn namespace_object(&self, facts: &RequestFacts<'_>) -> Result<Option<&Value>, String> {
+        if let Some(built) = self.namespace_object.get() {
+            return Ok(built.as_ref());
+        }
+        let built = if facts.namespace.is_empty() {
+            None
+        } else {
+            Some(facts.namespace_data.known(facts.namespace)?.to_object())
+        };
+        Ok(self.namespace_object.get_or_init(|| built).as_ref())
+    }
+}
+
 /// A mutation with its value rendered, ready to apply.
 struct Planned<'p> {
     field: &'p str,
@@ -84,7 +115,7 @@ pub fn run_policy<'p>(
     policy: &'p CompiledPolicy,
     facts: &RequestFacts<'_>,
     request: &AdmissionRequest,
-    request_binding: &OnceCell<Value>,
+    shared: &SharedBindings,
     working: &mut WorkingCopy<'_>,
 ) -> PolicyRun<'p> {
     let WorkingCopy {
@@ -102,18 +133,48 @@ pub fn run_policy<'p>(
         Ok(Some(blocker)) => return PolicyRun::NotMatched(blocker),
         Err(error) => return PolicyRun::Failed(failure(error.field, error.error)),
     }
+    // Last of the declarative conditions, so a namespace's data is needed only when the
+    // answer depends on it. A namespaced request's namespace does not change; a
+    // Namespace's own labels may, as the label selector's do. Missing data fails the
+    // policy unless the exclude block skips it anyway.
+    let missing_namespace =
+        match namespace_selector_holds(&policy.matcher, facts, view, Block::Match) {
+            Ok(true) => None,
+            Ok(false) if facts.is_namespace() => return PolicyRun::NotMatched(Blocker::Labels),
+            Ok(false) => return PolicyRun::NotForRequest,
+            Err(reason) => Some(failure("spec.match.namespaceSelector", reason)),
+        };
     // An exclude block holds when all its conditions do; its CEL part, if any, is
     // evaluated in phase 1 and only when the declarative part already holds.
     let excluded_declaratively = match &policy.exclude {
         None => false,
-        Some(exclude) => match declarative_match(exclude, facts, view) {
-            Ok(excluded) => excluded,
-            Err(error) => return PolicyRun::Failed(failure(error.field, error.error)),
+        Some(exclude) => match exclude_holds(exclude, facts, view) {
+            Ok(holds) => holds,
+            Err(ConditionError::FieldTest(error)) => {
+                return PolicyRun::Failed(failure(error.field, error.error));
+            }
+            Err(ConditionError::Namespace(reason)) => {
+                return PolicyRun::Failed(
+                    missing_namespace
+                        .unwrap_or_else(|| failure("spec.exclude.namespaceSelector", reason)),
+                );
+            }
         },
     };
     if excluded_declaratively && policy.exclude.as_ref().is_some_and(|e| e.cel.is_none()) {
         return PolicyRun::NotMatched(Blocker::Anything);
     }
+    if let Some(missing) = missing_namespace {
+        return PolicyRun::Failed(missing);
+    }
+    let namespace_object = if policy.needs.namespace_object {
+        match shared.namespace_object(facts) {
+            Ok(namespace_object) => namespace_object,
+            Err(reason) => return PolicyRun::Failed(failure("namespaceObject", reason)),
+        }
+    } else {
+        None
+    };
 
     // Phase 1: read-only evaluation of every expression against the object as it is now.
     let plan = {
@@ -121,7 +182,8 @@ pub fn run_policy<'p>(
             let bindings = Bindings {
                 object: view,
                 old_object: request.old_object.as_ref(),
-                request: request_binding.get_or_init(|| self::request_binding(request)),
+                namespace_object,
+                request: shared.request(request),
                 params: &policy.params,
             };
             Scope::new(bindings, policy.needs)

@@ -1,8 +1,9 @@
 //! CEL expressions and `{{ }}` templates: compiled once at policy load, evaluated per request.
 //!
 //! - [`Expression`]: one compiled CEL program and the variables it refers to ([`Needs`]).
-//! - [`Scope`]: the variables of one policy evaluation (`object`, `oldObject`, `request`,
-//!   `params`, `variables`), shared by all of that policy's expressions.
+//! - [`Scope`]: the variables of one policy evaluation (`object`, `oldObject`,
+//!   `namespaceObject`, `request`, `params`, `variables`), shared by all of that policy's
+//!   expressions.
 //! - [`template::Template`]: a JSON value whose strings may hold `{{ expr }}`.
 //! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`, ...),
 //!   thin wrappers over [`crate::k8s`].
@@ -50,6 +51,8 @@ pub enum ExprError {
 pub struct Needs {
     pub object: bool,
     pub old_object: bool,
+    /// `namespaceObject`: the request namespace's object.
+    pub namespace_object: bool,
     pub request: bool,
     pub params: bool,
     pub variables: bool,
@@ -62,6 +65,7 @@ impl Needs {
         Needs {
             object: self.object || other.object,
             old_object: self.old_object || other.old_object,
+            namespace_object: self.namespace_object || other.namespace_object,
             request: self.request || other.request,
             params: self.params || other.params,
             variables: self.variables || other.variables,
@@ -80,6 +84,7 @@ impl Needs {
                 ObjectParts::default()
             },
             old_object: references.has_variable("oldObject"),
+            namespace_object: references.has_variable("namespaceObject"),
             request: references.has_variable("request"),
             params: references.has_variable("params"),
             variables: references.has_variable("variables"),
@@ -158,6 +163,8 @@ impl Expression {
 pub struct Bindings<'a> {
     pub object: &'a Value,
     pub old_object: Option<&'a Value>,
+    /// `None` (CEL `null`) for a cluster-scoped request.
+    pub namespace_object: Option<&'a Value>,
     pub request: &'a Value,
     pub params: &'a Value,
 }
@@ -180,6 +187,7 @@ struct Vars<'a> {
     object_parts: ObjectParts,
     object: Lazy<'a>,
     old_object: Lazy<'a>,
+    namespace_object: Lazy<'a>,
     request: Lazy<'a>,
     params: Lazy<'a>,
     variables: CelMap<'static>,
@@ -203,6 +211,7 @@ impl<'a> Scope<'a> {
                 },
                 object: OnceLock::new(),
                 old_object: OnceLock::new(),
+                namespace_object: OnceLock::new(),
                 request: OnceLock::new(),
                 params: OnceLock::new(),
                 variables: CelMap::from(HashMap::new()),
@@ -271,6 +280,11 @@ impl<'a> Vars<'a> {
         }
         let wanted = [
             (needs.old_object, &self.old_object, self.bindings.old_object),
+            (
+                needs.namespace_object,
+                &self.namespace_object,
+                self.bindings.namespace_object,
+            ),
             (needs.request, &self.request, Some(self.bindings.request)),
             (needs.params, &self.params, Some(self.bindings.params)),
         ];
@@ -315,6 +329,9 @@ impl VariableResolver for Vars<'_> {
                 Some(CowVal::Borrowed(value.as_ref()))
             }
             "oldObject" => self.lookup(&self.old_object, self.bindings.old_object),
+            "namespaceObject" => {
+                self.lookup(&self.namespace_object, self.bindings.namespace_object)
+            }
             "request" => self.lookup(&self.request, Some(self.bindings.request)),
             "params" => self.lookup(&self.params, Some(self.bindings.params)),
             "variables" => Some(CowVal::Borrowed(&self.variables)),

@@ -46,6 +46,7 @@ fn eval_on(object: &Value, source: &str) -> Result<Value, ExprError> {
     let bindings = Bindings {
         object,
         old_object: None,
+        namespace_object: None,
         request: &request,
         params: &params,
     };
@@ -74,6 +75,7 @@ fn render(template: Value) -> Result<Value, ExprError> {
     let bindings = Bindings {
         object: &object,
         old_object: None,
+        namespace_object: None,
         request: &request,
         params: &params,
     };
@@ -191,6 +193,7 @@ fn evaluate_bool_rejects_other_types() {
         Bindings {
             object: &object,
             old_object: None,
+            namespace_object: None,
             request: &request,
             params: &params,
         },
@@ -213,6 +216,7 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
         Bindings {
             object: &object,
             old_object: None,
+            namespace_object: None,
             request: &request,
             params: &params,
         },
@@ -231,6 +235,7 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
         Bindings {
             object: &object,
             old_object: Some(&old),
+            namespace_object: None,
             request: &request,
             params: &params,
         },
@@ -316,6 +321,7 @@ fn example_scale_quantity() {
         Bindings {
             object: &object,
             old_object: None,
+            namespace_object: None,
             request: &request,
             params: &params,
         },

@@ -1,6 +1,8 @@
 //! Compiling a parsed document: every path, regex and expression is checked here,
 //! and every problem becomes a finding naming the file, line, policy and field.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::compiled::{
@@ -90,10 +92,83 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
     })
 }
 
+/// The field path of a map entry: `labels.app`, or `labels['example.com/team']` for a
+/// key that is not a plain name.
+fn map_entry(field: &str, key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        format!("{field}.{key}")
+    } else {
+        format!("{field}['{key}']")
+    }
+}
+
+/// What a selector reads: label syntax is checked only for labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Over {
+    Labels,
+    Annotations,
+}
+
+/// Checks a label key as Kubernetes does: an optional DNS-subdomain prefix and `/`, then
+/// a name.
+fn label_key(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        let label = |part: &str| {
+            !part.is_empty()
+                && part.len() <= 63
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        };
+        if prefix.len() > 253 || !prefix.split('.').all(label) {
+            return Err(format!(
+                "the prefix {prefix:?} is not a lowercase DNS subdomain"
+            ));
+        }
+    }
+    if name.is_empty() {
+        return Err("the name is empty".to_string());
+    }
+    label_value(name)
+}
+
+/// Checks a label value (also the name part of a key): at most 63 characters of
+/// letters, digits, `-`, `_` and `.`, beginning and ending with a letter or digit.
+fn label_value(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    if value.len() > 63 {
+        return Err(format!("{} characters, at most 63", value.len()));
+    }
+    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if !alphanumeric(value.chars().next()) || !alphanumeric(value.chars().last()) {
+        return Err("it must begin and end with a letter or digit".to_string());
+    }
+    match value
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        Some(c) => Err(format!("{c:?} is not allowed")),
+        None => Ok(()),
+    }
+}
+
 fn is_empty_match(m: &Match) -> bool {
     m.resources.is_empty()
         && m.operations.is_empty()
         && m.namespaces.is_empty()
+        && m.namespace_selector.is_none()
         && m.labels.is_empty()
         && m.label_selector.is_none()
         && m.annotations.is_empty()
@@ -217,14 +292,34 @@ impl Compiler<'_> {
             .iter()
             .map(|n| NamePattern(n.clone()))
             .collect();
+        conditions.namespace_selector = m.namespace_selector.as_ref().map(|selector| {
+            let at = format!("{field}.namespaceSelector");
+            let requirements =
+                self.selector(Over::Labels, (&at, &BTreeMap::new()), &at, Some(selector));
+            if requirements.is_empty() && selector.match_expressions.is_empty() {
+                let effect = if field == "spec.match" {
+                    "it changes nothing"
+                } else {
+                    "the exclude block skips every namespaced request and every Namespace"
+                };
+                self.warning(
+                    &at,
+                    "namespaceSelector",
+                    format!("an empty namespaceSelector selects every namespace: {effect}"),
+                );
+            }
+            requirements
+        });
         conditions.labels = self.selector(
+            Over::Labels,
+            (&format!("{field}.labels"), &m.labels),
             &format!("{field}.labelSelector"),
-            &m.labels,
             m.label_selector.as_ref(),
         );
         conditions.annotations = self.selector(
+            Over::Annotations,
+            (&format!("{field}.annotations"), &m.annotations),
             &format!("{field}.annotationSelector"),
-            &m.annotations,
             m.annotation_selector.as_ref(),
         );
         for (i, test) in m.fields.iter().enumerate() {
@@ -258,29 +353,35 @@ impl Compiler<'_> {
         set
     }
 
+    /// Compiles a shorthand map (`labels`, `annotations`) and a selector into one list of
+    /// requirements. Label selectors (object labels, namespace labels) also get a warning
+    /// for a key or value no Kubernetes label can have: such a requirement never holds
+    /// (or, for NotIn and DoesNotExist, always does).
     fn selector(
         &mut self,
+        over: Over,
+        (shorthand_field, shorthand): (&str, &BTreeMap<String, String>),
         field: &str,
-        shorthand: &std::collections::BTreeMap<String, String>,
         selector: Option<&LabelSelector>,
     ) -> Vec<Requirement> {
-        let mut requirements: Vec<Requirement> = shorthand
-            .iter()
-            .map(|(k, v)| Requirement::In(k.clone(), vec![v.clone()]))
-            .collect();
+        let mut requirements = Vec::new();
+        for (key, value) in shorthand {
+            self.check_label(over, &map_entry(shorthand_field, key), key, [value]);
+            requirements.push(Requirement::In(key.clone(), vec![value.clone()]));
+        }
         let Some(selector) = selector else {
             return requirements;
         };
-        requirements.extend(
-            selector
-                .match_labels
-                .iter()
-                .map(|(k, v)| Requirement::In(k.clone(), vec![v.clone()])),
-        );
+        for (key, value) in &selector.match_labels {
+            let at = map_entry(&format!("{field}.matchLabels"), key);
+            self.check_label(over, &at, key, [value]);
+            requirements.push(Requirement::In(key.clone(), vec![value.clone()]));
+        }
         for (i, expression) in selector.match_expressions.iter().enumerate() {
             let at = format!("{field}.matchExpressions[{i}]");
             let key = expression.key.clone();
             let values = expression.values.clone();
+            self.check_label(over, &at, &key, &values);
             let requirement = match expression.operator {
                 SelectorOperator::In | SelectorOperator::NotIn if values.is_empty() => {
                     self.error(&at, &key, "In and NotIn need at least one value", None);
@@ -298,6 +399,36 @@ impl Compiler<'_> {
             requirements.push(requirement);
         }
         requirements
+    }
+
+    fn check_label<'v>(
+        &mut self,
+        over: Over,
+        field: &str,
+        key: &str,
+        values: impl IntoIterator<Item = &'v String>,
+    ) {
+        if over != Over::Labels {
+            return;
+        }
+        if let Err(reason) = label_key(key) {
+            self.warning_with_hint(
+                field,
+                key,
+                &format!("{key:?} is not a valid label key: {reason}"),
+                "label keys are [prefix/]name: a DNS subdomain prefix, a name of up to 63 letters, digits, '-', '_' or '.'",
+            );
+        }
+        for value in values {
+            if let Err(reason) = label_value(value) {
+                self.warning_with_hint(
+                    field,
+                    value,
+                    &format!("{value:?} is not a valid label value: {reason}"),
+                    "label values are empty or up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+                );
+            }
+        }
     }
 
     fn field_test(&mut self, field: &str, test: &model::FieldTest) -> Option<FieldTest> {

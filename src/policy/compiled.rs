@@ -247,6 +247,8 @@ pub struct Conditions {
     /// Empty means any operation.
     pub operations: Operations,
     pub namespaces: Vec<NamePattern>,
+    /// Requirements on the labels of the request's namespace; `None` when not given.
+    pub namespace_selector: Option<Vec<Requirement>>,
     pub labels: Vec<Requirement>,
     pub annotations: Vec<Requirement>,
     pub fields: Vec<FieldTest>,

@@ -103,6 +103,12 @@ pub struct Match {
     /// Namespace names or `*` globs, compared with `request.namespace`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
+    /// A label selector over the labels of the request's namespace, as a webhook's
+    /// `namespaceSelector`: a Namespace object is matched on its own labels, and other
+    /// cluster-scoped objects are never skipped because of it (it holds in `match` and
+    /// does not hold in `exclude`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
     /// Shorthand for `labelSelector.matchLabels`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,

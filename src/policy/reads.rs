@@ -1,5 +1,6 @@
 //! What of a request a compiled policy can read or write, so the server parses no more
-//! of a review than the candidate policies can see.
+//! of a review than the candidate policies can see, and looks up the request's
+//! namespace only for policies that need it.
 //!
 //! Two parts of a review are large and rarely looked at: `metadata.managedFields` (a
 //! third of a pod as the apiserver sends it) and `oldObject` (the whole previous object
@@ -28,6 +29,21 @@ impl CompiledPolicy {
     /// Whether an expression of the policy refers to `oldObject`.
     pub fn reads_old_object(&self) -> bool {
         self.needs.old_object
+    }
+
+    /// Whether the policy can need the data of the request's namespace: a non-empty
+    /// `namespaceSelector` (in `match` or `exclude`), or an expression reading
+    /// `namespaceObject`.
+    pub fn needs_namespace(&self) -> bool {
+        let selects = |conditions: &Conditions| {
+            conditions
+                .namespace_selector
+                .as_ref()
+                .is_some_and(|requirements| !requirements.is_empty())
+        };
+        self.needs.namespace_object
+            || selects(&self.matcher)
+            || self.exclude.as_ref().is_some_and(selects)
     }
 }
 

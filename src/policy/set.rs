@@ -12,6 +12,8 @@ pub struct Reads {
     pub managed_fields: bool,
     /// `oldObject`, through CEL.
     pub old_object: bool,
+    /// The data of the request's namespace (`namespaceSelector`, `namespaceObject`).
+    pub namespace: bool,
 }
 
 /// Candidate lists for one (resource, subresource), one per operation.
@@ -28,6 +30,8 @@ pub struct PolicySet {
     index: HashMap<String, HashMap<String, ByOperation>>,
     /// Policies whose rules use a wildcard resource or subresource, per operation.
     wildcard: ByOperation,
+    /// Whether any policy needs namespace data, computed at load.
+    needs_namespaces: bool,
     revision: String,
 }
 
@@ -89,13 +93,16 @@ impl PolicySet {
             .map(|policy| Reads {
                 managed_fields: policy.sees_managed_fields(),
                 old_object: policy.reads_old_object(),
+                namespace: policy.needs_namespace(),
             })
-            .collect();
+            .collect::<Vec<Reads>>();
+        let needs_namespaces = reads.iter().any(|reads| reads.namespace);
         PolicySet {
             policies,
             reads,
             index,
             wildcard,
+            needs_namespaces,
             revision,
         }
     }
@@ -103,6 +110,12 @@ impl PolicySet {
     /// A content hash of the sources: equal for identical policy files.
     pub fn revision(&self) -> &str {
         &self.revision
+    }
+
+    /// Whether any policy uses a `namespaceSelector` (in `match` or `exclude`) or reads
+    /// `namespaceObject`: only then does a server need namespace data at all.
+    pub fn needs_namespaces(&self) -> bool {
+        self.needs_namespaces
     }
 
     pub fn len(&self) -> usize {
@@ -149,6 +162,7 @@ impl PolicySet {
         {
             all.managed_fields |= reads.managed_fields;
             all.old_object |= reads.old_object;
+            all.namespace |= reads.namespace;
         }
         Some(all)
     }

@@ -49,7 +49,11 @@ pub fn as_v1beta1(body: &[u8]) -> Result<Vec<u8>> {
 /// What the CLI would answer for `body` with the policies in `dir`.
 pub fn expected_answer(dir: &Path, body: &[u8]) -> Result<Vec<u8>> {
     let loaded = graft::policy::load(&[dir.to_path_buf()])?;
-    Ok(graft::admission::review(body, &loaded.set)?.to_json())
+    // The server's namespace source in these tests: none.
+    let namespaces = graft::namespaces::NoNamespaces {
+        hint: "the server has no namespace data",
+    };
+    Ok(graft::admission::review(body, &loaded.set, &namespaces)?.to_json())
 }
 
 /// A CA that issues leaf certificates.
