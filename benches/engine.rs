@@ -15,6 +15,10 @@ use graft::policy::PolicySet;
 #[path = "support/policies.rs"]
 mod policies;
 
+/// The allocator `graft serve` runs with (see `src/main.rs`), so the measurement is of it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn load_set(dir: &Path, total: usize) -> PolicySet {
     policies::write_set(dir, total).expect("write the generated policies");
     graft::policy::load_path(dir)

@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
+/// The allocator `graft serve` runs with (see `src/main.rs`), so the measurement is of it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Policies per file: ConfigMaps usually hold a few files of several documents each.
 const PER_FILE: usize = 10;
 

@@ -10,6 +10,10 @@ use std::hint::black_box;
 #[path = "../benches/support/policies.rs"]
 mod policies;
 
+/// The allocator `graft serve` runs with (see `src/main.rs`), so the measurement is of it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let total: usize = args.next().as_deref().unwrap_or("100").parse()?;

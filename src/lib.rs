@@ -34,10 +34,3 @@ pub mod policy;
 pub mod server;
 pub mod watch;
 pub mod webhook;
-
-/// mimalloc instead of the system allocator: a review parses, copies and converts a
-/// Kubernetes object of a few hundred small maps and strings, and callgrind showed
-/// glibc's malloc and free at over a third of a review's instructions. Set here, in
-/// the library, so the benchmarks measure what `graft serve` runs.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -38,16 +39,14 @@ fn issue(out: &Path) {
 
 fn certs(path: &Path) -> Vec<CertificateDer<'static>> {
     let pem = std::fs::read(path).expect("read certificate");
-    rustls_pemfile::certs(&mut pem.as_slice())
+    CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<_, _>>()
         .expect("PEM certificates")
 }
 
 fn key(path: &Path) -> PrivateKeyDer<'static> {
     let pem = std::fs::read(path).expect("read key");
-    rustls_pemfile::private_key(&mut pem.as_slice())
-        .expect("PEM key")
-        .expect("a private key")
+    PrivateKeyDer::from_pem_slice(&pem).expect("a PEM private key")
 }
 
 /// Serves one TLS connection from `dir`'s pair and connects to it as `name`, trusting

@@ -353,6 +353,28 @@ fn webhook_config_coverage_warns_about_requests_never_sent() {
 }
 
 #[test]
+fn has_over_a_parent_that_may_be_absent_is_warned_with_the_optional_form() {
+    let spec = format!(
+        "{MATCH_PODS}  mutations:\n    - set:\n        path: $.metadata.labels.team\n        value: \"{{{{ string(has(object.spec.securityContext.runAsUser)) }}}}\"\n      when: has(object.metadata.labels.team)\n"
+    );
+    let (code, stdout) = lint(&[("p.yaml", &policy("p", &spec))]);
+    assert_eq!(code, 0, "a warning alone does not fail lint: {stdout}");
+    let expected = "p.yaml:11: warning: policy p: spec.mutations[0].set.value: \
+        has(object.spec.securityContext.runAsUser) fails with \"no such key\" when \
+        object.spec.securityContext is absent (has() tests only its last field); under \
+        failurePolicy Fail that denies the request (hint: write \
+        object.spec.?securityContext.?runAsUser.hasValue(), which is false when any part is absent)\n\
+        p.yaml:12: warning: policy p: spec.mutations[0].when: has(object.metadata.labels.team) \
+        fails with \"no such key\" when object.metadata.labels is absent (has() tests only its \
+        last field); under failurePolicy Fail that denies the request (hint: write \
+        object.metadata.?labels.?team.hasValue(), which is false when any part is absent)";
+    assert_eq!(
+        stdout.lines().take(2).collect::<Vec<_>>().join("\n"),
+        expected
+    );
+}
+
+#[test]
 fn namespace_selectors_are_checked_like_label_selectors() {
     let text = policy(
         "namespaces",

@@ -3,7 +3,6 @@
 //! JSONPath and regex size limits, and bounded CEL results.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use graft::admission;
 use graft::engine::{Outcome, PolicyResult};
@@ -251,15 +250,12 @@ fn comprehensions_nest_at_most_two_deep() {
     let mut body: Value = serde_json::from_slice(&fixture()).expect("fixture");
     body["request"]["object"]["spec"]["items"] = json!((0..100).collect::<Vec<_>>());
     let body = serde_json::to_vec(&body).expect("json");
-    let started = Instant::now();
+    // Bounded work, whatever the machine: an evaluation over the cost budget fails the
+    // policy (see `cel_evaluation_cost_is_bounded`), so an allowed, patched answer means
+    // two nested levels over 100 items stayed within it.
     let reviewed = admission::review(&body, &set, NO_NAMESPACES).expect("review");
     assert_eq!(reviewed.evaluation.outcome, Outcome::Allowed);
     assert!(!reviewed.evaluation.patch.0.is_empty());
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 /// Two nested comprehensions over a list from the object are quadratic in a size the

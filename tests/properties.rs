@@ -508,12 +508,12 @@ fn with_namespace_selector(text: &str, selector: &Value, in_exclude: bool) -> St
             } else {
                 policy["spec"]["match"]["namespaceSelector"] = selector.clone();
             }
-            if i % 2 == 1 {
-                if let Some(mutations) = policy["spec"]["mutations"].as_array_mut() {
-                    for mutation in mutations {
-                        mutation["when"] =
-                            json!("namespaceObject == null || namespaceObject.metadata.name != ''");
-                    }
+            if i % 2 == 1
+                && let Some(mutations) = policy["spec"]["mutations"].as_array_mut()
+            {
+                for mutation in mutations {
+                    mutation["when"] =
+                        json!("namespaceObject == null || namespaceObject.metadata.name != ''");
                 }
             }
             policy.to_string()

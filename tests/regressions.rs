@@ -95,14 +95,67 @@ fn floats_in_a_review_are_read_exactly() {
     assert_eq!(parsed.as_f64(), Some(-958518.5692273717_f64));
 }
 
-/// Found by `literal_policies_converge_in_one_pass`: a merge that created a named list
-/// kept `null` fields in its items; the second merge then treated them as "remove" and
-/// patched again.
+/// Found by `literal_policies_converge_in_one_pass`: a merge that created a keyed list
+/// (one Kubernetes merges item by item) kept `null` fields in its items; the second merge
+/// then treated them as "remove" and patched again.
 #[test]
 fn a_merge_that_creates_a_named_list_drops_its_null_fields() {
+    let set = load(
+        json!([{"merge": {"value": {"spec": {"volumes": [{"name": "n1", "secret": null}]}}}}]),
+    );
+    let stored = check_converges(&set, json!({"metadata": {"name": "p"}}));
+    assert_eq!(stored["spec"], json!({"volumes": [{"name": "n1"}]}));
+}
+
+/// A list with no Kubernetes merge key is replaced whole, as given, and converges too.
+#[test]
+fn a_merge_that_creates_an_unkeyed_list_keeps_it_as_given() {
     let set = load(json!([{"merge": {"value": {"spec": {"a": [{"name": "n1", "value": null}]}}}}]));
     let stored = check_converges(&set, json!({"metadata": {"name": "p"}}));
-    assert_eq!(stored["spec"], json!({"a": [{"name": "n1"}]}));
+    assert_eq!(
+        stored["spec"],
+        json!({"a": [{"name": "n1", "value": null}]})
+    );
+}
+
+/// A merge whose value for a keyed list is empty (a CEL `filter(...).map(...)` that
+/// selected nothing) left every container out: `remove /spec/containers/0`. Kubernetes'
+/// strategic merge leaves the list alone, and so does graft.
+#[test]
+fn merging_an_empty_container_list_removes_no_container() {
+    let set = load(json!([{"merge": {"value": {"spec": {
+        "containers": "{{ object.spec.containers.filter(c, c.name == 'none') }}",
+        "initContainers": [],
+    }}}}]));
+    let pod =
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app", "image": "a"}]}});
+    let (stored, ops) = admit(&set, &body(&pod));
+    assert_eq!(ops, 0, "{stored}");
+    assert_eq!(stored, pod);
+}
+
+/// `set` under a wildcard created nothing where a parent was missing: the docs promise
+/// missing parents are created under every location the wildcard selects.
+#[test]
+fn a_wildcard_set_creates_missing_parents_under_every_match() {
+    let set = load(json!([{"set": {
+        "path": "$.spec.containers[*].resources.limits.memory",
+        "value": "1Gi",
+    }}]));
+    let stored = check_converges(
+        &set,
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [
+            {"name": "a"},
+            {"name": "b", "resources": {"requests": {"cpu": "1"}}}
+        ]}}),
+    );
+    assert_eq!(
+        stored["spec"]["containers"],
+        json!([
+            {"name": "a", "resources": {"limits": {"memory": "1Gi"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}}
+        ])
+    );
 }
 
 #[test]

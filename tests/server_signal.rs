@@ -14,10 +14,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 fn wait_for_log(lines: &mpsc::Receiver<String>, message: &str) -> Result<serde_json::Value> {
     loop {
         let line = lines.recv_timeout(DEADLINE)?;
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) {
-            if value["message"] == message {
-                return Ok(value);
-            }
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line)
+            && value["message"] == message
+        {
+            return Ok(value);
         }
     }
 }

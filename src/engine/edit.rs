@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::path::{self, Token, array_index};
+use crate::k8s::merge_keys;
 
 /// Why an edit could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,6 +25,14 @@ pub enum EditError {
     IndexUnderMissingParent { at: String },
     #[error("JSON Patch failed: {0}")]
     JsonPatch(String),
+    #[error(
+        "cannot merge into {at}: Kubernetes merges this list by {key:?}, and item {item} of the value has no {key:?}"
+    )]
+    MergeKeyMissing {
+        at: String,
+        key: &'static str,
+        item: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -217,70 +226,89 @@ impl<'d> Editor<'d> {
 
     /// Merges `fragment` into the value at `at` (created as `{}` when missing).
     ///
-    /// Maps merge key by key (a null value removes the key); lists whose fragment
-    /// items are all objects with a string `name` merge item by item on that name
-    /// (new items are appended); any other value replaces what is there.
+    /// Maps merge key by key (a null value removes the key). A list Kubernetes merges
+    /// item by item ([`merge_keys`]: containers and volumes by `name`, volumeMounts by
+    /// `mountPath`, ...) merges on that key however many items the fragment holds, so an
+    /// empty fragment list changes nothing; new items are appended. Any other value,
+    /// other lists included, replaces what is there.
     pub fn merge(&mut self, at: &[Token], fragment: Value) -> Result<(), EditError> {
         let existing = path::get(self.document, at);
-        if existing.is_none_or(Value::is_null) {
-            return self.set(at, without_nulls_value(fragment));
-        }
         let mut location = at.to_vec();
-        self.merge_into(&mut location, fragment);
-        Ok(())
+        if existing.is_none_or(Value::is_null) {
+            return match insertable(fragment, &mut location)? {
+                Some(value) => self.set(at, value),
+                None => Ok(()),
+            };
+        }
+        self.merge_into(&mut location, fragment)
     }
 
-    fn merge_into(&mut self, location: &mut Vec<Token>, fragment: Value) {
+    fn merge_into(&mut self, location: &mut Vec<Token>, fragment: Value) -> Result<(), EditError> {
         let Some(target) = path::get(self.document, location) else {
-            return;
+            return Ok(());
         };
-        match (target, fragment) {
-            (Value::Object(_), Value::Object(entries)) => {
+        match (target, fragment, list_merge_key(location)) {
+            (Value::Object(_), Value::Object(entries), _) => {
                 for (key, value) in entries {
                     location.push(Token::Key(key));
                     let present = path::get(self.document, location).is_some();
-                    match (present, value) {
-                        (true, Value::Null) => self.remove(location),
-                        (false, Value::Null) => {}
-                        (false, value) => {
-                            let _ = self.put(location, without_nulls_value(value));
+                    let merged = match (present, value) {
+                        (true, Value::Null) => {
+                            self.remove(location);
+                            Ok(())
                         }
+                        (false, Value::Null) => Ok(()),
+                        (false, value) => match insertable(value, location) {
+                            Ok(Some(value)) => self.put(location, value),
+                            Ok(None) => Ok(()),
+                            Err(error) => Err(error),
+                        },
                         (true, value) => self.merge_into(location, value),
-                    }
+                    };
                     location.pop();
+                    merged?;
                 }
+                Ok(())
             }
-            (Value::Array(items), Value::Array(fragment_items))
-                if is_named_list(&fragment_items) =>
-            {
+            (Value::Array(items), Value::Array(fragment_items), Some(key)) => {
                 let mut len = items.len();
-                for item in fragment_items {
-                    let name = item.get("name").cloned();
+                for (item_index, item) in fragment_items.into_iter().enumerate() {
+                    let Some(id) = item.get(key).filter(|id| !id.is_null()).cloned() else {
+                        return Err(EditError::MergeKeyMissing {
+                            at: path::display(location),
+                            key,
+                            item: item_index,
+                        });
+                    };
                     let existing = path::get(self.document, location)
                         .and_then(Value::as_array)
-                        .and_then(|items| {
-                            items.iter().position(|i| i.get("name") == name.as_ref())
-                        });
-                    match existing {
-                        Some(index) => {
-                            location.push(Token::Index(index as i64));
-                            self.merge_into(location, item);
-                            location.pop();
-                        }
-                        None => {
-                            location.push(Token::Index(len as i64));
-                            let _ = self.put(location, without_nulls_value(item));
-                            location.pop();
-                            len += 1;
-                        }
+                        .and_then(|items| items.iter().position(|i| i.get(key) == Some(&id)));
+                    let index = existing.unwrap_or(len);
+                    location.push(Token::Index(index as i64));
+                    let merged = match existing {
+                        Some(_) => self.merge_into(location, item),
+                        None => match insertable(item, location) {
+                            Ok(Some(item)) => self.put(location, item),
+                            Ok(None) => Ok(()),
+                            Err(error) => Err(error),
+                        },
+                    };
+                    location.pop();
+                    merged?;
+                    if existing.is_none() {
+                        len += 1;
                     }
                 }
+                Ok(())
             }
-            (target, fragment) => {
-                let fragment = without_nulls_value(fragment);
+            (target, fragment, _) => {
+                let Some(fragment) = insertable(fragment, location)? else {
+                    return Ok(());
+                };
                 if *target != fragment {
-                    let _ = self.put(location, fragment);
+                    self.put(location, fragment)?;
                 }
+                Ok(())
             }
         }
     }
@@ -306,32 +334,65 @@ impl<'d> Editor<'d> {
     }
 }
 
-fn is_named_list(items: &[Value]) -> bool {
-    !items.is_empty()
-        && items
-            .iter()
-            .all(|item| item.get("name").is_some_and(Value::is_string))
+/// The merge key of the list at `location`, when Kubernetes merges it item by item.
+fn list_merge_key(location: &[Token]) -> Option<&'static str> {
+    let [.., Token::Key(field)] = location else {
+        return None;
+    };
+    let item_of = match location {
+        [.., Token::Key(list), Token::Index(_), Token::Key(_)] => Some(list.as_str()),
+        _ => None,
+    };
+    merge_keys::merge_key(field, item_of)
 }
 
-/// A fragment as it is written where nothing was merged into yet: what a second merge
-/// of the same fragment leaves, so merging converges in one pass. Null map values mean
-/// "remove" in a merge, so they are dropped, also inside the items of named lists (which
-/// later merges merge item by item); other lists are replaced whole and kept as they are.
-fn without_nulls_value(value: Value) -> Value {
+/// A fragment as it is written at `location`, where nothing was merged into yet: what a
+/// second merge of the same fragment leaves, so merging converges in one pass. Null map
+/// values mean "remove" in a merge, so they are dropped, also inside the items of keyed
+/// lists (which later merges merge item by item); an empty keyed list adds nothing
+/// (`None`); other lists are replaced whole and kept as they are.
+fn insertable(value: Value, location: &mut Vec<Token>) -> Result<Option<Value>, EditError> {
     match value {
-        Value::Object(map) => Value::Object(without_nulls(map)),
-        Value::Array(items) if is_named_list(&items) => {
-            Value::Array(items.into_iter().map(without_nulls_value).collect())
+        Value::Object(map) => {
+            let mut kept = Map::new();
+            for (key, value) in map {
+                if value.is_null() {
+                    continue;
+                }
+                location.push(Token::Key(key.clone()));
+                let inserted = insertable(value, location);
+                location.pop();
+                if let Some(value) = inserted? {
+                    kept.insert(key, value);
+                }
+            }
+            Ok(Some(Value::Object(kept)))
         }
-        other => other,
+        Value::Array(items) => {
+            let Some(key) = list_merge_key(location) else {
+                return Ok(Some(Value::Array(items)));
+            };
+            if items.is_empty() {
+                return Ok(None);
+            }
+            let mut kept = Vec::with_capacity(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                if item.get(key).is_none_or(Value::is_null) {
+                    return Err(EditError::MergeKeyMissing {
+                        at: path::display(location),
+                        key,
+                        item: index,
+                    });
+                }
+                location.push(Token::Index(index as i64));
+                let inserted = insertable(item, location);
+                location.pop();
+                kept.extend(inserted?);
+            }
+            Ok(Some(Value::Array(kept)))
+        }
+        other => Ok(Some(other)),
     }
-}
-
-fn without_nulls(map: Map<String, Value>) -> Map<String, Value> {
-    map.into_iter()
-        .filter(|(_, value)| !value.is_null())
-        .map(|(key, value)| (key, without_nulls_value(value)))
-        .collect()
 }
 
 /// Wraps `value` in the objects (or one-item lists, for index 0) named by `below`,

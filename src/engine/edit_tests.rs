@@ -95,6 +95,8 @@ fn rollback_restores_every_kind_of_edit() {
     assert_eq!(doc, before);
 }
 
+/// Containers merge by `name` and a container's ports by `containerPort`, Kubernetes'
+/// merge keys: a new port is added beside the existing one.
 #[test]
 fn merge_named_lists_by_name_and_appends_new_items() {
     let mut doc = json!({"spec": {"containers": [{"name": "app", "image": "a", "ports": [{"containerPort": 1}]}]}});
@@ -111,10 +113,89 @@ fn merge_named_lists_by_name_and_appends_new_items() {
     assert_eq!(
         doc,
         json!({"spec": {"containers": [
-            {"name": "app", "image": "a", "ports": [{"containerPort": 2}]},
+            {"name": "app", "image": "a", "ports": [{"containerPort": 1}, {"containerPort": 2}]},
             {"name": "side", "image": "s"}
         ]}})
     );
+}
+
+fn merged(
+    mut doc: serde_json::Value,
+    at: &[Token],
+    fragment: serde_json::Value,
+) -> serde_json::Value {
+    Editor::new(&mut doc, false).merge(at, fragment).unwrap();
+    doc
+}
+
+#[test]
+fn merging_an_empty_keyed_list_changes_nothing() {
+    let pod = json!({"spec": {"containers": [{"name": "app", "image": "a"}]}});
+    assert_eq!(
+        merged(pod.clone(), &[], json!({"spec": {"containers": []}})),
+        pod
+    );
+    let containers = [Token::Key("spec".into()), Token::Key("containers".into())];
+    assert_eq!(merged(pod.clone(), &containers, json!([])), pod);
+    // Into a missing key: nothing is added.
+    let volumes = json!({"spec": {"volumes": []}});
+    assert_eq!(merged(pod.clone(), &[], volumes), pod);
+    let init = [
+        Token::Key("spec".into()),
+        Token::Key("initContainers".into()),
+    ];
+    assert_eq!(merged(pod.clone(), &init, json!([])), pod);
+}
+
+#[test]
+fn lists_merge_on_kubernetes_merge_keys() {
+    let pod = json!({"spec": {"containers": [{
+        "name": "app",
+        "volumeMounts": [{"name": "data", "mountPath": "/a"}],
+        "env": [{"name": "A", "value": "1"}]
+    }], "tolerations": [{"key": "x", "operator": "Exists"}]}});
+    let out = merged(
+        pod,
+        &[],
+        json!({"spec": {"containers": [{
+            "name": "app",
+            // One volume at a second path is a second mount.
+            "volumeMounts": [{"name": "data", "mountPath": "/b"}],
+            "env": [{"name": "A", "value": "2"}, {"name": "B", "value": "3"}]
+        }], "tolerations": [{"key": "y", "operator": "Exists"}]}}),
+    );
+    assert_eq!(
+        out,
+        json!({"spec": {"containers": [{
+            "name": "app",
+            "volumeMounts": [
+                {"name": "data", "mountPath": "/a"},
+                {"name": "data", "mountPath": "/b"}
+            ],
+            "env": [{"name": "A", "value": "2"}, {"name": "B", "value": "3"}]
+        }], "tolerations": [{"key": "y", "operator": "Exists"}]}}),
+        "tolerations have no merge key: replaced"
+    );
+}
+
+#[test]
+fn an_item_without_its_merge_key_is_an_error_not_a_replacement() {
+    let mut doc = json!({"spec": {"containers": [{"name": "app"}]}});
+    let error = Editor::new(&mut doc, false)
+        .merge(&[], json!({"spec": {"containers": [{"image": "x"}]}}))
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            EditError::MergeKeyMissing {
+                key: "name",
+                item: 0,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(doc, json!({"spec": {"containers": [{"name": "app"}]}}));
 }
 
 #[test]

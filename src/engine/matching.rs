@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::lookup::{child, field};
-use super::path::JsonPath;
+use super::path::{JsonPath, PathError};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
 use crate::namespaces::NamespaceData;
@@ -43,6 +43,15 @@ impl<'a> RequestFacts<'a> {
     }
 }
 
+/// A field test whose path cannot be evaluated on the object: the policy fails, since
+/// neither "holds" nor "does not hold" would be true.
+#[derive(Debug)]
+pub struct FieldTestError<'c> {
+    /// Where the path is written, e.g. `spec.match.fields[0].path`.
+    pub field: &'c str,
+    pub error: PathError,
+}
+
 impl RequestFacts<'_> {
     /// Whether the request is about a Namespace itself (any subresource).
     pub fn is_namespace(&self) -> bool {
@@ -58,18 +67,29 @@ pub enum Block {
     Exclude,
 }
 
+/// Why the conditions of a block could not be decided.
+#[derive(Debug)]
+pub enum ConditionError<'c> {
+    /// A field test's path cannot be evaluated on the object.
+    FieldTest(FieldTestError<'c>),
+    /// The namespace selector needs the namespace's data, which is missing: the reason.
+    Namespace(String),
+}
+
 /// Whether every declarative condition of an `exclude` block holds (the CEL condition
 /// is not looked at). The namespace selector is looked at last, so its data is needed
-/// only when the answer depends on it; `Err` says why that data is missing.
-pub fn exclude_holds(
-    conditions: &Conditions,
+/// only when the answer depends on it.
+pub fn exclude_holds<'c>(
+    conditions: &'c Conditions,
     facts: &RequestFacts<'_>,
     object: &Value,
-) -> Result<bool, String> {
-    if !(request_matches(conditions, facts) && object_matches(conditions, object)) {
+) -> Result<bool, ConditionError<'c>> {
+    let declared = object_matches(conditions, object).map_err(ConditionError::FieldTest)?;
+    if !(request_matches(conditions, facts) && declared) {
         return Ok(false);
     }
     namespace_selector_holds(conditions, facts, object, Block::Exclude)
+        .map_err(ConditionError::Namespace)
 }
 
 /// Whether the `namespaceSelector` holds, with a webhook's semantics: a Namespace is
@@ -127,30 +147,41 @@ pub fn request_matches(conditions: &Conditions, facts: &RequestFacts<'_>) -> boo
 }
 
 /// The conditions on the object: selectors and field tests.
-pub fn object_matches(conditions: &Conditions, object: &Value) -> bool {
-    object_blocker(conditions, object).is_none()
+pub fn object_matches<'c>(
+    conditions: &'c Conditions,
+    object: &Value,
+) -> Result<bool, FieldTestError<'c>> {
+    Ok(object_blocker(conditions, object)?.is_none())
 }
 
 /// The first object condition that does not hold. While nothing it reads changes, the
 /// conditions as a whole cannot hold either.
-pub fn object_blocker<'c>(conditions: &'c Conditions, object: &Value) -> Option<Blocker<'c>> {
+pub fn object_blocker<'c>(
+    conditions: &'c Conditions,
+    object: &Value,
+) -> Result<Option<Blocker<'c>>, FieldTestError<'c>> {
     // The maps are looked up only when a selector needs them: with hundreds of
     // candidate policies, most of them have no annotation selector.
     if !conditions.labels.is_empty()
         && !selector_matches(&conditions.labels, metadata_map(object, "labels"))
     {
-        return Some(Blocker::Labels);
+        return Ok(Some(Blocker::Labels));
     }
     if !conditions.annotations.is_empty()
         && !selector_matches(&conditions.annotations, metadata_map(object, "annotations"))
     {
-        return Some(Blocker::Annotations);
+        return Ok(Some(Blocker::Annotations));
     }
-    conditions
-        .fields
-        .iter()
-        .find(|test| !field_matches(test, object))
-        .map(|test| Blocker::Field(&test.path))
+    for test in &conditions.fields {
+        let holds = field_matches(test, object).map_err(|error| FieldTestError {
+            field: &test.field,
+            error,
+        })?;
+        if !holds {
+            return Ok(Some(Blocker::Field(&test.path)));
+        }
+    }
+    Ok(None)
 }
 
 /// What kept a policy from matching the object.
@@ -204,9 +235,9 @@ pub fn requirements_hold<'m>(
     })
 }
 
-fn field_matches(test: &FieldTest, object: &Value) -> bool {
-    let selected = test.path.select(object);
-    match &test.check {
+fn field_matches(test: &FieldTest, object: &Value) -> Result<bool, PathError> {
+    let selected = test.path.select(object)?;
+    Ok(match &test.check {
         FieldCheck::Equals(expected) => selected.iter().any(|v| same(v, expected)),
         FieldCheck::In(list) => selected.iter().any(|v| list.iter().any(|x| same(v, x))),
         FieldCheck::NotIn(list) => selected.iter().all(|v| list.iter().all(|x| !same(v, x))),
@@ -215,7 +246,7 @@ fn field_matches(test: &FieldTest, object: &Value) -> bool {
         FieldCheck::Regex(regex) => selected
             .iter()
             .any(|v| v.as_str().is_some_and(|s| regex.is_match(s))),
-    }
+    })
 }
 
 /// JSON equality where 1 and 1.0 are the same number, as a YAML author expects.

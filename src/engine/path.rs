@@ -2,12 +2,16 @@
 //!
 //! Selection uses jsonpath-rust (RFC 9535). Mutations need concrete locations, so a
 //! path made only of names and indices ("singular", the common case) is walked
-//! directly, and any other path is resolved through the normalized paths
-//! jsonpath-rust reports for its matches.
+//! directly, and any other path is resolved through the Normalized Paths (RFC 9535
+//! section 2.7) jsonpath-rust reports for its matches. Those are decoded by their own
+//! small grammar ([`decode_normalized`]), not by the JSONPath parser: nothing is parsed
+//! per request. A query or a location that cannot be evaluated is an error the caller
+//! turns into a policy failure, never an empty selection: an empty selection makes
+//! `notExists` and `notIn` hold and a write silently not happen.
 
 use jsonpath_rust::parser::model::{JpQuery, Segment, Selector};
 use jsonpath_rust::parser::parse_json_path;
-use jsonpath_rust::query::js_path_process;
+use jsonpath_rust::query::{QueryRef, js_path_process};
 use serde_json::Value;
 
 /// Longest path graft accepts, in characters and in segments: deeper paths are
@@ -31,6 +35,8 @@ pub enum PathError {
         "JSONPath {0:?} is longer than {MAX_PATH_CHARS} characters or {MAX_PATH_SEGMENTS} segments"
     )]
     TooLong(String),
+    #[error("JSONPath {path:?} cannot be evaluated on this object: {reason}")]
+    Evaluation { path: String, reason: String },
 }
 
 /// A compiled JSONPath.
@@ -39,9 +45,10 @@ pub struct JsonPath {
     source: String,
     query: JpQuery,
     singular: Option<Vec<Token>>,
-    /// For a non-singular path ending in a name or index: the path without that last
-    /// segment, and the segment, so writes can create the last key under every match.
-    parent: Option<(JpQuery, Token)>,
+    /// For a non-singular path ending in names or indices: the path up to its last
+    /// wildcard, filter or other selector, and the names and indices after it, so a
+    /// write creates what is missing of them under every match.
+    parent: Option<(JpQuery, Vec<Token>)>,
 }
 
 impl JsonPath {
@@ -57,11 +64,19 @@ impl JsonPath {
             return Err(PathError::TooLong(source.to_string()));
         }
         let singular = singular_tokens(&query);
-        let parent = match (singular.is_some(), query.segments.split_last()) {
-            (false, Some((last, rest))) => {
-                last_token(last).map(|token| (JpQuery::new(rest.to_vec()), token))
-            }
-            _ => None,
+        let parent = if singular.is_some() {
+            None
+        } else {
+            let head = query
+                .segments
+                .iter()
+                .rposition(|segment| last_token(segment).is_none())
+                .map_or(0, |at| at + 1);
+            let tail: Vec<Token> = query.segments[head..]
+                .iter()
+                .filter_map(last_token)
+                .collect();
+            (!tail.is_empty()).then(|| (JpQuery::new(query.segments[..head].to_vec()), tail))
         };
         Ok(JsonPath {
             source: source.to_string(),
@@ -111,54 +126,144 @@ impl JsonPath {
     }
 
     /// The values the path selects.
-    pub fn select<'a>(&self, document: &'a Value) -> Vec<&'a Value> {
+    pub fn select<'a>(&self, document: &'a Value) -> Result<Vec<&'a Value>, PathError> {
         if let Some(tokens) = &self.singular {
-            return get(document, tokens).into_iter().collect();
+            return Ok(get(document, tokens).into_iter().collect());
         }
-        js_path_process(&self.query, document)
-            .map(|found| found.into_iter().map(|r| r.val).collect())
-            .unwrap_or_default()
+        Ok(self
+            .query(&self.query, document)?
+            .into_iter()
+            .map(|found| found.val)
+            .collect())
     }
 
     /// The concrete locations of the values the path selects, with non-negative indices.
-    pub fn locations(&self, document: &Value) -> Vec<Vec<Token>> {
+    pub fn locations(&self, document: &Value) -> Result<Vec<Vec<Token>>, PathError> {
         if let Some(tokens) = &self.singular {
-            return resolve(document, tokens).into_iter().collect();
+            return Ok(resolve(document, tokens).into_iter().collect());
         }
-        let Ok(found) = js_path_process(&self.query, document) else {
-            return Vec::new();
-        };
-        found
+        self.query(&self.query, document)?
             .into_iter()
-            .filter_map(|r| parse_json_path(&r.path).ok())
-            .filter_map(|normalized| singular_tokens(&normalized))
+            .map(|found| self.decode(&found.path))
             .collect()
     }
 
     /// Where a write goes: a singular path even where it does not exist yet; a path
-    /// ending in a name or index under every match of the rest (the last key may be
-    /// missing); any other path at every location it selects.
-    pub fn write_locations(&self, document: &Value) -> Vec<Vec<Token>> {
+    /// ending in names or indices under every match of what comes before them (so
+    /// `$.spec.containers[*].resources.limits.memory` reaches every container, with or
+    /// without `resources`); any other path at every location it selects.
+    pub fn write_locations(&self, document: &Value) -> Result<Vec<Vec<Token>>, PathError> {
         if let Some(tokens) = &self.singular {
-            return vec![tokens.clone()];
+            return Ok(vec![tokens.clone()]);
         }
-        let Some((parent, last)) = &self.parent else {
+        let Some((parent, tail)) = &self.parent else {
             return self.locations(document);
         };
-        let Ok(found) = js_path_process(parent, document) else {
-            return Vec::new();
-        };
-        found
+        self.query(parent, document)?
             .into_iter()
-            .filter(|r| r.val.is_object() || r.val.is_array())
-            .filter_map(|r| parse_json_path(&r.path).ok())
-            .filter_map(|normalized| singular_tokens(&normalized))
-            .map(|mut tokens| {
-                tokens.push(last.clone());
-                tokens
+            .filter(|found| found.val.is_object() || found.val.is_array())
+            .map(|found| {
+                let mut tokens = self.decode(&found.path)?;
+                tokens.extend(tail.iter().cloned());
+                Ok(tokens)
             })
             .collect()
     }
+
+    fn query<'a>(
+        &self,
+        query: &JpQuery,
+        document: &'a Value,
+    ) -> Result<Vec<QueryRef<'a, Value>>, PathError> {
+        js_path_process(query, document).map_err(|error| self.evaluation_error(error))
+    }
+
+    fn decode(&self, normalized: &str) -> Result<Vec<Token>, PathError> {
+        decode_normalized(normalized).map_err(|reason| {
+            self.evaluation_error(format!(
+                "the location {normalized:?} it selected is not a normalized path: {reason}"
+            ))
+        })
+    }
+
+    fn evaluation_error(&self, reason: impl ToString) -> PathError {
+        PathError::Evaluation {
+            path: self.source.clone(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// Decodes an RFC 9535 Normalized Path (`$['spec']['containers'][0]`, section 2.7) into
+/// tokens. Strict: anything but `$` followed by bracketed names and non-negative indices
+/// is refused with the reason.
+pub fn decode_normalized(normalized: &str) -> Result<Vec<Token>, String> {
+    let mut chars = normalized.chars().peekable();
+    if chars.next() != Some('$') {
+        return Err("it does not start with '$'".to_string());
+    }
+    let mut tokens = Vec::new();
+    while let Some(open) = chars.next() {
+        if open != '[' {
+            return Err(format!("expected '[', found {open:?}"));
+        }
+        match chars.peek() {
+            Some('\'') => {
+                chars.next();
+                let mut name = String::new();
+                loop {
+                    match chars.next() {
+                        None => return Err("unterminated name".to_string()),
+                        Some('\'') => break,
+                        Some('\\') => name.push(unescape(&mut chars)?),
+                        Some(c) => name.push(c),
+                    }
+                }
+                tokens.push(Token::Key(name));
+            }
+            Some(c) if c.is_ascii_digit() => {
+                let mut digits = String::new();
+                while let Some(c) = chars.peek().copied().filter(char::is_ascii_digit) {
+                    digits.push(c);
+                    chars.next();
+                }
+                if digits.len() > 1 && digits.starts_with('0') {
+                    return Err(format!("index {digits} has a leading zero"));
+                }
+                let index = digits
+                    .parse::<i64>()
+                    .map_err(|_| format!("index {digits} is out of range"))?;
+                tokens.push(Token::Index(index));
+            }
+            other => return Err(format!("expected a name or an index, found {other:?}")),
+        }
+        if chars.next() != Some(']') {
+            return Err("expected ']'".to_string());
+        }
+    }
+    Ok(tokens)
+}
+
+/// The character after a backslash in a normal name selector.
+fn unescape(chars: &mut impl Iterator<Item = char>) -> Result<char, String> {
+    Ok(match chars.next() {
+        Some('b') => '\u{0008}',
+        Some('f') => '\u{000C}',
+        Some('n') => '\n',
+        Some('r') => '\r',
+        Some('t') => '\t',
+        Some('\'') => '\'',
+        Some('\\') => '\\',
+        Some('u') => {
+            let hex: String = chars.take(4).collect();
+            u32::from_str_radix(&hex, 16)
+                .ok()
+                .filter(|_| hex.len() == 4)
+                .and_then(char::from_u32)
+                .ok_or_else(|| format!("invalid escape \\u{hex}"))?
+        }
+        other => return Err(format!("invalid escape {other:?}")),
+    })
 }
 
 fn last_token(segment: &Segment) -> Option<Token> {
@@ -289,7 +394,7 @@ mod tests {
             ]
         );
         let doc = json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "a"}}});
-        assert_eq!(p.select(&doc), vec![&json!("a")]);
+        assert_eq!(p.select(&doc).unwrap(), vec![&json!("a")]);
     }
 
     #[test]
@@ -299,7 +404,7 @@ mod tests {
         let doc = json!({"spec": {"containers": [
             {"name": "app", "image": "x"}, {"name": "c", "image": "y"}, {"name": "b", "image": "z"}
         ]}});
-        let locations = p.locations(&doc);
+        let locations = p.locations(&doc).unwrap();
         assert_eq!(locations.len(), 2);
         assert_eq!(display(&locations[1]), "$.spec.containers[2].image");
     }
@@ -307,19 +412,19 @@ mod tests {
     #[test]
     fn negative_indices_count_from_the_end() {
         let doc = json!({"a": [1, 2, 3]});
-        assert_eq!(path("$.a[-1]").select(&doc), vec![&json!(3)]);
+        assert_eq!(path("$.a[-1]").select(&doc).unwrap(), vec![&json!(3)]);
         assert_eq!(
-            path("$.a[-1]").locations(&doc),
+            path("$.a[-1]").locations(&doc).unwrap(),
             vec![vec![Token::Key("a".into()), Token::Index(2)]]
         );
-        assert!(path("$.a[-4]").select(&doc).is_empty());
+        assert!(path("$.a[-4]").select(&doc).unwrap().is_empty());
     }
 
     #[test]
     fn keys_with_quotes_survive_normalized_paths() {
         let doc = json!({"a": {"it's/x~y": {"v": 1}}});
         let p = path("$.a[*].v");
-        let locations = p.locations(&doc);
+        let locations = p.locations(&doc).unwrap();
         assert_eq!(
             locations,
             vec![vec![
@@ -327,6 +432,86 @@ mod tests {
                 Token::Key("it's/x~y".into()),
                 Token::Key("v".into())
             ]]
+        );
+    }
+
+    #[test]
+    fn normalized_paths_decode_by_their_own_grammar() {
+        assert_eq!(
+            decode_normalized("$['spec']['containers'][10]['it\\'s\\\\']").unwrap(),
+            vec![
+                Token::Key("spec".into()),
+                Token::Key("containers".into()),
+                Token::Index(10),
+                Token::Key("it's\\".into()),
+            ]
+        );
+        assert_eq!(
+            decode_normalized("$['\\u0001\\t\\b']").unwrap(),
+            vec![Token::Key("\u{1}\t\u{8}".into())]
+        );
+        assert_eq!(decode_normalized("$").unwrap(), Vec::<Token>::new());
+        for (bad, reason) in [
+            ("", "does not start with '$'"),
+            ("$.spec", "expected '['"),
+            ("$['spec'", "expected ']'"),
+            ("$['spec]", "unterminated name"),
+            ("$[01]", "leading zero"),
+            ("$[-1]", "expected a name or an index"),
+            ("$[*]", "expected a name or an index"),
+            ("$['\\x']", "invalid escape"),
+            ("$['\\u12']", "invalid escape"),
+            ("$[99999999999999999999]", "out of range"),
+        ] {
+            let error = decode_normalized(bad).unwrap_err();
+            assert!(error.contains(reason), "{bad:?}: {error}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Every location jsonpath-rust reports decodes to the key it was made from, so
+        /// a write through a filter or wildcard lands where the query matched.
+        #[test]
+        fn the_crates_normalized_paths_decode_to_their_keys(key in "\\PC{0,8}|[\\x00-\\x7f]{0,8}") {
+            let doc = json!({ key.clone(): {"v": 1} });
+            let locations = path("$[*].v").locations(&doc).unwrap();
+            proptest::prop_assert_eq!(
+                locations,
+                vec![vec![Token::Key(key), Token::Key("v".into())]]
+            );
+        }
+    }
+
+    #[test]
+    fn writes_under_a_wildcard_reach_every_match_however_much_is_missing() {
+        let doc = json!({"spec": {"containers": [
+            {"name": "a"},
+            {"name": "b", "resources": {}},
+            {"name": "c", "resources": {"limits": {"cpu": "1"}}}
+        ]}});
+        let p = path("$.spec.containers[*].resources.limits.memory");
+        let displayed: Vec<String> = p
+            .write_locations(&doc)
+            .unwrap()
+            .iter()
+            .map(|location| display(location))
+            .collect();
+        assert_eq!(
+            displayed,
+            [
+                "$.spec.containers[0].resources.limits.memory",
+                "$.spec.containers[1].resources.limits.memory",
+                "$.spec.containers[2].resources.limits.memory",
+            ]
+        );
+        let filtered = path("$.spec.containers[?@.name != 'b'].securityContext.runAsNonRoot");
+        assert_eq!(filtered.write_locations(&doc).unwrap().len(), 2);
+        // A path that ends in a wildcard writes only where something is.
+        assert!(
+            path("$.spec.volumes[*]")
+                .write_locations(&doc)
+                .unwrap()
+                .is_empty()
         );
     }
 

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::edit::Editor;
 use super::matching::{
-    Block, Blocker, RequestFacts, exclude_holds, namespace_selector_holds, object_blocker,
-    request_matches,
+    Block, Blocker, ConditionError, RequestFacts, exclude_holds, namespace_selector_holds,
+    object_blocker, request_matches,
 };
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
@@ -128,8 +128,10 @@ pub fn run_policy<'p>(
     if !request_matches(&policy.matcher, facts) {
         return PolicyRun::NotForRequest;
     }
-    if let Some(blocker) = object_blocker(&policy.matcher, view) {
-        return PolicyRun::NotMatched(blocker);
+    match object_blocker(&policy.matcher, view) {
+        Ok(None) => {}
+        Ok(Some(blocker)) => return PolicyRun::NotMatched(blocker),
+        Err(error) => return PolicyRun::Failed(failure(error.field, error.error)),
     }
     // Last of the declarative conditions, so a namespace's data is needed only when the
     // answer depends on it. A namespaced request's namespace does not change; a
@@ -148,7 +150,10 @@ pub fn run_policy<'p>(
         None => false,
         Some(exclude) => match exclude_holds(exclude, facts, view) {
             Ok(holds) => holds,
-            Err(reason) => {
+            Err(ConditionError::FieldTest(error)) => {
+                return PolicyRun::Failed(failure(error.field, error.error));
+            }
+            Err(ConditionError::Namespace(reason)) => {
                 return PolicyRun::Failed(
                     missing_namespace
                         .unwrap_or_else(|| failure("spec.exclude.namespaceSelector", reason)),
@@ -321,7 +326,10 @@ fn apply(
         let field = planned.field;
         match (planned.kind, planned.value) {
             (MutationKind::Set { path, .. }, Some(value)) => {
-                for location in path.write_locations(editor.document()) {
+                let locations = path
+                    .write_locations(editor.document())
+                    .map_err(|e| failure(format!("{field}.path"), e))?;
+                for location in locations {
                     touched.record(editor.document(), &location);
                     editor
                         .set(&location, value.clone())
@@ -331,7 +339,9 @@ fn apply(
             (MutationKind::Merge { path, .. }, Some(value)) => {
                 let locations = match path {
                     None => vec![Vec::new()],
-                    Some(path) => path.write_locations(editor.document()),
+                    Some(path) => path
+                        .write_locations(editor.document())
+                        .map_err(|e| failure(format!("{field}.path"), e))?,
                 };
                 for location in locations {
                     touched.record_merge(editor.document(), &location, &value);
@@ -341,8 +351,11 @@ fn apply(
                 }
             }
             (MutationKind::Remove { path }, _) => {
+                let locations = path
+                    .locations(editor.document())
+                    .map_err(|e| failure(format!("{field}.path"), e))?;
                 // Later locations first, so list indices stay valid while removing.
-                for location in path.locations(editor.document()).iter().rev() {
+                for location in locations.iter().rev() {
                     touched.record(editor.document(), location);
                     editor.remove(location);
                 }

@@ -16,6 +16,7 @@ mod convert;
 pub mod cost;
 mod functions;
 pub mod limits;
+pub mod lint;
 pub mod object_parts;
 pub mod template;
 #[cfg(test)]
@@ -111,6 +112,7 @@ pub struct Expression {
     /// what is evaluated.
     metered: cel::IdedExpr,
     needs: Needs,
+    warnings: Vec<lint::ExprWarning>,
     env: Arc<Env>,
 }
 
@@ -135,6 +137,7 @@ impl Expression {
         limits::check(program.expression()).map_err(ExprError::Compile)?;
         Ok(Expression {
             source: source.to_string(),
+            warnings: lint::check(program.expression()),
             needs: Needs::of(&program),
             metered: cost::meter(program.expression()),
             env: Arc::clone(env),
@@ -147,6 +150,11 @@ impl Expression {
 
     pub fn needs(&self) -> Needs {
         self.needs
+    }
+
+    /// Constructs that compile but are likely to fail at admission.
+    pub fn warnings(&self) -> &[lint::ExprWarning] {
+        &self.warnings
     }
 }
 
@@ -281,10 +289,8 @@ impl<'a> Vars<'a> {
             (needs.params, &self.params, Some(self.bindings.params)),
         ];
         for (needed, cell, json) in wanted {
-            if needed {
-                if let Err(error) = cell.get_or_init(|| convert(json)) {
-                    return Err(error.clone());
-                }
+            if needed && let Err(error) = cell.get_or_init(|| convert(json)) {
+                return Err(error.clone());
             }
         }
         match &self.variables_error {

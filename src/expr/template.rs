@@ -68,6 +68,29 @@ impl Template {
         self.needs
     }
 
+    /// The expressions of the template with the path of the value each sits in
+    /// (`""` for the value itself, `env[0].value` inside it).
+    pub fn expressions(&self) -> Vec<(&str, &Expression)> {
+        let mut found = Vec::new();
+        let mut stack = vec![&self.root];
+        while let Some(node) = stack.pop() {
+            match node {
+                Node::Static(_) => {}
+                Node::Typed { path, expression } => found.push((path.as_str(), expression)),
+                Node::Text { path, parts } => {
+                    for part in parts {
+                        if let Part::Expression(expression) = part {
+                            found.push((path.as_str(), expression));
+                        }
+                    }
+                }
+                Node::Array(items) => stack.extend(items.iter().rev()),
+                Node::Object(entries) => stack.extend(entries.iter().rev().map(|(_, node)| node)),
+            }
+        }
+        found
+    }
+
     /// Whether the rendered value may hold something at the object keys `keys` (all of
     /// it, for no keys): false only where a map with known keys lacks the next key.
     pub fn may_hold(&self, keys: &[&str]) -> bool {

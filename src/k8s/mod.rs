@@ -7,7 +7,9 @@
 //! - [`quantity`]: `resource.Quantity` strings (`500m`, `32Gi`, `129e6`), parse and format.
 //! - [`ordinal`]: a StatefulSet pod's ordinal, from its label or its name.
 //! - [`multus`]: the `k8s.v1.cni.cncf.io/networks` annotation, parse and merge.
+//! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
 
+pub mod merge_keys;
 pub mod multus;
 pub mod ordinal;
 pub mod quantity;

@@ -214,6 +214,7 @@ impl Compiler<'_> {
             Ok(expression) => {
                 self.needs = self.needs.union(expression.needs());
                 self.uses_cel = true;
+                self.expression_warnings(field, &expression);
                 Some(expression)
             }
             Err(error) => {
@@ -223,12 +224,26 @@ impl Compiler<'_> {
         }
     }
 
+    fn expression_warnings(&mut self, field: &str, expression: &Expression) {
+        for warning in expression.warnings() {
+            self.warning_with_hint(field, "has(", &warning.message, &warning.hint);
+        }
+    }
+
     fn template(&mut self, field: &str, value: &Value) -> Option<ValueSource> {
         match Template::compile(value) {
             Ok(template) if template.is_static() => Some(ValueSource::Literal(value.clone())),
             Ok(template) => {
                 self.needs = self.needs.union(template.needs());
                 self.uses_cel = true;
+                for (path, expression) in template.expressions() {
+                    let at = if path.is_empty() {
+                        field.to_string()
+                    } else {
+                        format!("{field}.{path}")
+                    };
+                    self.expression_warnings(&at, expression);
+                }
                 Some(ValueSource::Template(template))
             }
             Err(error) => {
@@ -466,6 +481,7 @@ impl Compiler<'_> {
             return None;
         }
         Some(FieldTest {
+            field: format!("{field}.path"),
             path: path?,
             check: checks.pop()?,
         })

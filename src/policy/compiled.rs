@@ -233,6 +233,8 @@ pub enum FieldCheck {
 
 #[derive(Debug)]
 pub struct FieldTest {
+    /// Where the path is written (`spec.match.fields[0].path`), for failure messages.
+    pub field: String,
     pub path: JsonPath,
     pub check: FieldCheck,
 }

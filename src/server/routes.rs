@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
+use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::config::Limits;
@@ -29,10 +30,16 @@ pub async fn handle(
     limits: Arc<Limits>,
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
-    let answer = tokio::time::timeout(
-        limits.request_timeout,
-        route(request, &state, &limits, started),
-    )
+    let (head, mut body) = request.into_parts();
+    let answer = tokio::time::timeout(limits.request_timeout, async {
+        let routed = route(&head, &mut body, &state, &limits, started).await;
+        if let Err(refusal) = &routed
+            && refusal.refused_unread()
+        {
+            drain(&mut body, limits.max_body_bytes).await;
+        }
+        routed
+    })
     .await;
     Ok(match answer {
         Ok(Ok(response)) => response,
@@ -46,27 +53,47 @@ pub async fn handle(
     })
 }
 
+/// Reads and discards the body of a request refused before its body was read (wrong
+/// path, method or content type), so the client can finish sending and the exchange
+/// ends normally: over HTTP/2 without a stream reset (which older curl reports as a
+/// stream error instead of showing the answer), over HTTP/1.1 on a connection that
+/// stays open. Bounded by the body limit (and, by the caller, the request timeout): a
+/// longer body is left unread, and hyper ends it as RFC 9113 section 8.1 asks, with
+/// RST_STREAM(NO_ERROR) after the complete answer.
+async fn drain(body: &mut Incoming, limit: usize) {
+    let mut read = 0usize;
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Some(data) = frame.data_ref() {
+            read = read.saturating_add(data.len());
+            if read > limit {
+                return;
+            }
+        }
+    }
+}
+
 async fn route(
-    request: Request<Incoming>,
+    request: &Parts,
+    body: &mut Incoming,
     state: &Arc<State>,
     limits: &Limits,
     started: Instant,
 ) -> Result<Response<Body>, Refusal> {
-    if request.uri().path() != "/mutate" {
+    if request.uri.path() != "/mutate" {
         return Err(Refusal::new(
             ErrorReason::NotFound,
             StatusCode::NOT_FOUND,
             "not found: admission reviews are served at POST /mutate",
         ));
     }
-    if request.method() != Method::POST {
+    if request.method != Method::POST {
         return Err(Refusal::new(
             ErrorReason::Method,
             StatusCode::METHOD_NOT_ALLOWED,
             "method not allowed: use POST",
         ));
     }
-    if !is_json(request.headers().get(header::CONTENT_TYPE)) {
+    if !is_json(request.headers.get(header::CONTENT_TYPE)) {
         return Err(Refusal::new(
             ErrorReason::ContentType,
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -81,7 +108,7 @@ async fn route(
         )
     };
     let declared = request
-        .headers()
+        .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
@@ -89,10 +116,7 @@ async fn route(
         return Err(too_large());
     }
     // Limited also caps chunked and HTTP/2 bodies that declare no length.
-    let body = match Limited::new(request.into_body(), limits.max_body_bytes)
-        .collect()
-        .await
-    {
+    let body = match Limited::new(body, limits.max_body_bytes).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(error) if error.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
         Err(error) => {
@@ -224,6 +248,14 @@ struct Refusal {
 }
 
 impl Refusal {
+    /// True when the request was refused before any of its body was read.
+    fn refused_unread(&self) -> bool {
+        matches!(
+            self.reason,
+            ErrorReason::NotFound | ErrorReason::Method | ErrorReason::ContentType
+        )
+    }
+
     fn new(reason: ErrorReason, status: StatusCode, message: impl Into<String>) -> Refusal {
         Refusal {
             reason,

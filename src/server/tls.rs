@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
@@ -24,6 +25,8 @@ pub enum TlsError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path} is not valid PEM: {reason}")]
+    Pem { path: PathBuf, reason: String },
     #[error("{path} contains no PEM certificate")]
     NoCertificate { path: PathBuf },
     #[error("{path} contains no PEM private key (PKCS#8, PKCS#1 or SEC1)")]
@@ -58,20 +61,26 @@ pub fn provider() -> Arc<CryptoProvider> {
 pub fn load_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, TlsError> {
     let cert_pem = read(cert)?;
     let key_pem = read(key)?;
-    let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_slice())
-        .filter_map(Result::ok)
-        .collect();
+    let chain = certificates(cert, &cert_pem)?;
     if chain.is_empty() {
         return Err(TlsError::NoCertificate {
             path: cert.to_path_buf(),
         });
     }
-    let private_key = rustls_pemfile::private_key(&mut key_pem.as_slice())
-        .ok()
-        .flatten()
-        .ok_or_else(|| TlsError::NoKey {
-            path: key.to_path_buf(),
-        })?;
+    let private_key = match PrivateKeyDer::from_pem_slice(&key_pem) {
+        Ok(private_key) => private_key,
+        Err(rustls::pki_types::pem::Error::NoItemsFound) => {
+            return Err(TlsError::NoKey {
+                path: key.to_path_buf(),
+            });
+        }
+        Err(error) => {
+            return Err(TlsError::Pem {
+                path: key.to_path_buf(),
+                reason: error.to_string(),
+            });
+        }
+    };
     certified(chain, private_key).map_err(|source| TlsError::Pair {
         cert: cert.to_path_buf(),
         key: key.to_path_buf(),
@@ -182,10 +191,20 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
+/// Every certificate in a PEM file; a malformed section is an error, not skipped.
+fn certificates(path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| TlsError::Pem {
+            path: path.to_path_buf(),
+            reason: error.to_string(),
+        })
+}
+
 fn client_roots(path: &Path) -> Result<RootCertStore, TlsError> {
     let pem = read(path)?;
     let mut roots = RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem.as_slice()).filter_map(Result::ok) {
+    for cert in certificates(path, &pem)? {
         roots.add(cert).map_err(|error| TlsError::ClientCa {
             path: path.to_path_buf(),
             reason: error.to_string(),
@@ -217,4 +236,55 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair_files(cert_pem: &str, key_pem: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let cert = dir.path().join("tls.crt");
+        let key = dir.path().join("tls.key");
+        fs::write(&cert, cert_pem).unwrap();
+        fs::write(&key, key_pem).unwrap();
+        (dir, cert, key)
+    }
+
+    fn generated() -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn a_pem_pair_loads() {
+        let (cert, key) = generated();
+        let (_dir, cert, key) = pair_files(&cert, &key);
+        assert!(load_pair(&cert, &key).is_ok());
+    }
+
+    #[test]
+    fn a_malformed_pem_section_is_an_error_not_skipped() {
+        let (cert, key) = generated();
+        let broken = format!("{cert}-----BEGIN CERTIFICATE-----\nnot base64!\n");
+        let (_dir, cert_path, key_path) = pair_files(&broken, &key);
+        let error = load_pair(&cert_path, &key_path).unwrap_err();
+        assert!(matches!(error, TlsError::Pem { .. }), "{error}");
+        assert!(error.to_string().contains("tls.crt"), "{error}");
+    }
+
+    #[test]
+    fn missing_certificate_and_key_are_named() {
+        let (cert, key) = generated();
+        let (_dir, cert_path, key_path) = pair_files("no pem here\n", &key);
+        let error = load_pair(&cert_path, &key_path).unwrap_err();
+        assert!(matches!(error, TlsError::NoCertificate { .. }), "{error}");
+        let (_dir, cert_path, key_path) = pair_files(&cert, "");
+        let error = load_pair(&cert_path, &key_path).unwrap_err();
+        assert!(matches!(error, TlsError::NoKey { .. }), "{error}");
+    }
 }

@@ -14,6 +14,7 @@ use hyper::client::conn::{http1, http2};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -29,9 +30,12 @@ pub const SERVICE_NAME: &str = "graft.graft.svc";
 /// Every test is bounded by this.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
+/// An AdmissionReview captured from a kube-apiserver, from `tests/fixtures/`.
 pub fn fixture(name: &str) -> Result<Vec<u8>> {
     Ok(std::fs::read(
-        Path::new("/work/shared/fixtures").join(name),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name),
     )?)
 }
 
@@ -66,11 +70,7 @@ pub struct Pair {
 
 impl Pair {
     pub fn cert_der(&self) -> Result<CertificateDer<'static>> {
-        let mut reader = self.cert_pem.as_bytes();
-        let cert = rustls_pemfile::certs(&mut reader)
-            .next()
-            .ok_or("no certificate")??;
-        Ok(cert)
+        Ok(CertificateDer::from_pem_slice(self.cert_pem.as_bytes())?)
     }
 }
 
@@ -161,7 +161,7 @@ pub fn client_config(
     alpn: &[&[u8]],
 ) -> Result<Arc<ClientConfig>> {
     let mut roots = RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(cert?)?;
     }
     let builder =
@@ -171,7 +171,7 @@ pub fn client_config(
     let mut config = match client {
         None => builder.with_no_client_auth(),
         Some(pair) => {
-            let key = rustls_pemfile::private_key(&mut pair.key_pem.as_bytes())?.ok_or("no key")?;
+            let key = PrivateKeyDer::from_pem_slice(pair.key_pem.as_bytes())?;
             builder.with_client_auth_cert(vec![pair.cert_der()?], key)?
         }
     };
