@@ -37,6 +37,12 @@ struct IncomingRaw<'a> {
 /// `evaluation.mutated`) may lack `metadata.managedFields`, and the objects are `None`
 /// when no policy is a candidate: use [`super::review`] where the objects matter.
 pub fn review_lean(body: &[u8], policies: &PolicySet) -> Result<Reviewed, BadReview> {
+    Ok(answer(parse_lean(body, policies)?, policies))
+}
+
+/// The parse half of [`review_lean`], for callers that want to know which request they
+/// hold before evaluating it (the server names it in its logs first).
+pub fn parse_lean(body: &[u8], policies: &PolicySet) -> Result<Review, BadReview> {
     let incoming: IncomingRaw<'_> = serde_json::from_slice(body)?;
     let raw = checked(&incoming.api_version, incoming.kind, incoming.request)?;
     if raw.uid.is_empty() {
@@ -63,11 +69,10 @@ pub fn review_lean(body: &[u8], policies: &PolicySet) -> Result<Reviewed, BadRev
         }
     }
     let request = raw.with_objects(object, old_object);
-    let review = Review {
+    Ok(Review {
         api_version: incoming.api_version,
         request,
-    };
-    Ok(answer(review, policies))
+    })
 }
 
 type Objects = (Option<Value>, Option<Value>);
