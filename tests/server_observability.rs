@@ -187,7 +187,8 @@ async fn the_apiserver_timeout_bounds_a_review() -> Result {
             "graft_admission_errors_total{reason=\"timeout\"} 1\n",
         )
         .await?;
-        // The late review is not counted as answered: two answered, one timed out.
+        // The timed-out review counts as a timeout, not as answered (its evaluation may
+        // still be running; when it ends, its result is dropped uncounted).
         assert!(
             metrics.contains(
                 "graft_admission_requests_total{operation=\"CREATE\",resource=\"pods\",decision=\"allowed\"} 2\n"
