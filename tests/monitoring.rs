@@ -433,3 +433,34 @@ fn the_check_catches_a_renamed_metric_or_label() {
         ],
     );
 }
+
+/// Grafana imports the dashboard as it is: panel ids unique, every query on the
+/// `datasource` variable (so it works with whatever the Prometheus data source is named),
+/// and every query with a refId.
+#[test]
+fn the_dashboard_is_importable() {
+    let text = std::fs::read_to_string(monitoring("dashboard.json")).expect("read dashboard");
+    let dashboard: Value = serde_json::from_str(&text).expect("dashboard is JSON");
+    assert!(dashboard["uid"].as_str().is_some_and(|uid| !uid.is_empty()));
+    let variables: Vec<&str> = dashboard["templating"]["list"]
+        .as_array()
+        .expect("templating")
+        .iter()
+        .filter_map(|variable| variable["name"].as_str())
+        .collect();
+    assert!(variables.contains(&"datasource"), "{variables:?}");
+    let mut ids = BTreeSet::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        let title = panel["title"].as_str().unwrap_or_default();
+        let id = panel["id"].as_u64().expect("panel id");
+        assert!(ids.insert(id), "panel id {id} twice ({title})");
+        assert!(
+            panel["gridPos"]["w"].as_u64().is_some(),
+            "{title}: no gridPos"
+        );
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            assert_eq!(target["datasource"]["uid"], "${datasource}", "{title}");
+            assert!(target["refId"].as_str().is_some(), "{title}: no refId");
+        }
+    }
+}

@@ -298,7 +298,14 @@ async fn every_line_about_a_review_names_it_and_failures_say_why() -> Result {
     denied["request"]["uid"] = "uid-denied".into();
     denied["request"]["namespace"] = "deny-me".into();
     denied["request"]["object"]["metadata"]["namespace"] = "deny-me".into();
-    for body in [&skipped, &denied] {
+    // Pods of a Deployment have no name yet at CREATE, only a generateName.
+    let mut generated = pod_fixture()?;
+    generated["request"]["uid"] = "uid-generated".into();
+    generated["request"]["name"] = "".into();
+    let metadata = &mut generated["request"]["object"]["metadata"];
+    metadata.as_object_mut().ok_or("metadata")?.remove("name");
+    metadata["generateName"] = "worker-".into();
+    for body in [&skipped, &denied, &generated] {
         let (code, _) =
             tokio::time::timeout(DEADLINE, send1(&mut h1, post("/mutate", body)?)).await??;
         assert_eq!(code, 200);
@@ -340,6 +347,11 @@ async fn every_line_about_a_review_names_it_and_failures_say_why() -> Result {
         in_review(line, "uid-denied") && line["message"] == "admission review"
     })?;
     assert_eq!(answered["decision"], "denied", "{answered}");
+
+    let answered = logs.next_where(|line| {
+        in_review(line, "uid-generated") && line["message"] == "admission review"
+    })?;
+    check_span(&answered, "uid-generated", "dynamo-system/worker-*");
     Ok(())
 }
 

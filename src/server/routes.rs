@@ -172,10 +172,10 @@ where
 }
 
 /// Names the review's span: uid, kind and `namespace/name` (object contents never).
-fn name_span<O>(span: &tracing::Span, request: &AdmissionRequest<O>) {
+fn name_span(span: &tracing::Span, request: &AdmissionRequest) {
     span.record("uid", request.uid.as_str());
     span.record("kind", request.kind.kind.as_str());
-    let name = request.name.as_deref().unwrap_or_default();
+    let name = object_name(request, None).unwrap_or_default();
     match request.namespace.as_deref() {
         Some(namespace) if !namespace.is_empty() => {
             span.record("object", format!("{namespace}/{name}"));
@@ -184,6 +184,20 @@ fn name_span<O>(span: &tracing::Span, request: &AdmissionRequest<O>) {
             span.record("object", name);
         }
     }
+}
+
+/// The request's name or, for an object the apiserver has not named yet, its
+/// `generateName` and `*` (read from `object`, or from `mutated` where it moved).
+fn object_name(request: &AdmissionRequest, mutated: Option<&serde_json::Value>) -> Option<String> {
+    request.name.clone().filter(|n| !n.is_empty()).or_else(|| {
+        request
+            .object
+            .as_ref()
+            .or(mutated)
+            .and_then(|object| object.pointer("/metadata/generateName"))
+            .and_then(|value| value.as_str())
+            .map(|prefix| format!("{prefix}*"))
+    })
 }
 
 /// The log lines and the metrics of an answered review. Never logs the object itself.
@@ -226,16 +240,8 @@ fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant)
         .map(|report| report.policy.as_str())
         .collect();
     let applied: Vec<&str> = evaluation.applied().collect();
-    let name = request.name.clone().filter(|n| !n.is_empty()).or_else(|| {
-        // The object moved into `mutated` when there is a patch.
-        request
-            .object
-            .as_ref()
-            .or(evaluation.mutated.as_ref())
-            .and_then(|object| object.pointer("/metadata/generateName"))
-            .and_then(|value| value.as_str())
-            .map(|prefix| format!("{prefix}*"))
-    });
+    // The object moved into `mutated` when there is a patch.
+    let name = object_name(request, evaluation.mutated.as_ref());
     tracing::info!(
         uid = %request.uid,
         kind = %request.kind.kind,
