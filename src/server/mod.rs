@@ -8,13 +8,15 @@
 //! - [`tls`]: certificates, the swappable resolver, the rustls configuration.
 //! - [`cert_reload`]: reloading the certificate when its directory changes.
 //! - [`policy_reload`]: reloading the policy set when its directory changes.
-//! - [`routes`]: `POST /mutate`.
+//! - [`routes`]: `POST /mutate`; [`deadline`]: its time budget; [`labels`]: its metric labels.
 //! - [`ops`]: `/healthz`, `/readyz`, `/metrics` on a plain-HTTP listener.
 //! - [`state`]: what handlers and reloaders share (policy set, readiness, metrics).
 //! - [`shutdown`]: SIGTERM and SIGINT.
 
 pub mod cert_reload;
 pub mod config;
+pub mod deadline;
+pub mod labels;
 pub mod ops;
 pub mod policy_reload;
 pub mod routes;
@@ -225,6 +227,7 @@ impl Acceptor {
             let watcher = graceful.watcher();
             tokio::spawn(async move {
                 let _permit = permit;
+                let _open = state.metrics.connection_opened();
                 let handshake =
                     tokio::time::timeout(limits.tls_handshake_timeout, tls.accept(stream));
                 let stream = match handshake.await {
