@@ -123,6 +123,23 @@ fn malformed_namespace_files_are_usage_errors_naming_the_file_and_object() {
         );
         assert!(stderr.contains(expected), "{name}: {stderr}");
     }
+    let output = graft(
+        &[
+            "review",
+            "--policies",
+            "policies/",
+            "--namespaces",
+            "-",
+            "-",
+        ],
+        Some(b"{}"),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("--namespaces and the input cannot both be standard input"),
+        "{}",
+        text(&output.stderr)
+    );
     let missing = dir.path().join("missing.yaml").display().to_string();
     let output = apply_patch("default", &["--namespaces", &missing]);
     assert_eq!(output.status.code(), Some(2));

@@ -54,7 +54,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let set = load_policies(&args.policies)?;
-    let namespaces = namespace_source(args.namespaces.as_deref())?;
+    let namespaces = namespace_source(args.namespaces.as_deref(), Some(&args.file))?;
     let text = String::from_utf8(read_input(&args.file)?)?;
     let objects = offline::read_objects(&text)?;
     let options = RequestOptions {

@@ -40,10 +40,18 @@ pub fn load_policies(paths: &[std::path::PathBuf]) -> anyhow::Result<crate::poli
 
 /// The namespace source of an offline command: the Namespace objects in `file`, or none
 /// (a policy that needs namespace data then fails, saying to pass `--namespaces`).
+/// `input` is the command's other input, which may not be standard input as well.
 pub fn namespace_source(
     file: Option<&Path>,
+    input: Option<&Path>,
 ) -> anyhow::Result<Box<dyn crate::namespaces::NamespaceSource>> {
     use crate::namespaces::{NamespaceMap, NoNamespaces, read_namespaces};
+    let stdin = |path: Option<&Path>| path.is_some_and(|path| path.as_os_str() == "-");
+    if stdin(file) && stdin(input) {
+        anyhow::bail!(
+            "--namespaces and the input cannot both be standard input (-): give one of them as a file"
+        );
+    }
     let Some(file) = file else {
         return Ok(Box::new(NoNamespaces {
             hint: "pass the Namespace objects with --namespaces FILE",

@@ -28,7 +28,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let set = load_policies(&args.policies)?;
-    let namespaces = namespace_source(args.namespaces.as_deref())?;
+    let namespaces = namespace_source(args.namespaces.as_deref(), Some(&args.file))?;
     let body = read_input(&args.file)?;
     // The server's parse, so the two answer alike.
     let reviewed = admission::review_lean(&body, &set, namespaces.as_ref())?;

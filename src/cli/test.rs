@@ -125,7 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("no test suites found in {:?}", args.paths);
     }
     let shared = match &args.namespaces {
-        Some(path) => Some(super::input::namespace_source(Some(path))?),
+        Some(path) => Some(super::input::namespace_source(Some(path), None)?),
         None => None,
     };
     let (mut passed, mut failed) = (0usize, 0usize);
