@@ -310,7 +310,7 @@ fn configmap_dot_entries_are_skipped() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr).trim(),
-        "1 policies OK, 0 warning(s)"
+        "1 policy OK, 0 warnings"
     );
 }
 
@@ -395,5 +395,36 @@ fn namespace_selectors_are_checked_like_label_selectors() {
          a.yaml:13: policy namespaces: spec.match.namespaceSelector.matchExpressions[1]: In and NotIn need at least one value\n\
          a.yaml:15: warning: policy namespaces: spec.match.namespaceSelector.matchExpressions[2]: \"Bad/Key\" is not a valid label key: the prefix \"Bad\" is not a lowercase DNS subdomain (hint: label keys are [prefix/]name: a DNS subdomain prefix, a name of up to 63 letters, digits, '-', '_' or '.')\n\
          a.yaml:19: warning: policy namespaces: spec.exclude.namespaceSelector: an empty namespaceSelector selects every namespace: the exclude block skips every namespaced request and every Namespace",
+    );
+}
+
+#[test]
+fn the_summary_counts_in_words_and_json_says_when_nothing_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = policy("p", &format!("{MATCH_PODS}{SET_LABEL}"));
+    let bad = policy("q", "  match:\n    resources: [pods]\n    bogus: 1\n");
+    std::fs::write(dir.path().join("a.yaml"), &good).unwrap();
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+            .arg("lint")
+            .args(args)
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        )
+    };
+    assert_eq!(run(&[]).1, "1 policy OK, 0 warnings");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--format", "json"]).0).unwrap();
+    assert_eq!(json["policies"], 1, "{json}");
+    std::fs::write(dir.path().join("b.yaml"), &bad).unwrap();
+    assert_eq!(run(&[]).1, "1 error, 0 warnings");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--format", "json"]).0).unwrap();
+    assert_eq!(json["errors"], 1, "{json}");
+    assert!(
+        json["policies"].is_null(),
+        "a set with errors does not load: {json}"
     );
 }
