@@ -428,3 +428,45 @@ fn the_summary_counts_in_words_and_json_says_when_nothing_loaded() {
         "a set with errors does not load: {json}"
     );
 }
+
+/// A policy file copied into the shipped directory but not added to its kustomization's
+/// generator would be missing from the ConfigMap: lint fails and names it.
+#[test]
+fn a_policy_file_the_configmap_generator_leaves_out_fails_lint() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let lint = || {
+        let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+            .arg("lint")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let prefix = format!("{}/", dir.path().display());
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).replace(&prefix, ""),
+        )
+    };
+    assert_eq!(lint().0, Some(0), "the shipped directory is complete");
+    std::fs::write(
+        dir.path().join("team-label.yaml"),
+        policy("team-label", &format!("{MATCH_PODS}{SET_LABEL}")),
+    )
+    .unwrap();
+    let (code, stdout) = lint();
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "Kustomization:8: policy file team-label.yaml is not listed in configMapGenerator[0] (graft-policies) files"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("hint: add `- team-label.yaml` under its files"),
+        "{stdout}"
+    );
+}

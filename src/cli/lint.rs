@@ -119,7 +119,7 @@ impl Report {
 }
 
 pub fn lint(paths: &[PathBuf]) -> Report {
-    match policy::load(paths) {
+    let mut report = match policy::load(paths) {
         Ok(loaded) => Report {
             policies: Some(loaded.set.len()),
             findings: loaded.warnings,
@@ -128,7 +128,13 @@ pub fn lint(paths: &[PathBuf]) -> Report {
             findings: findings.0,
             policies: None,
         },
+    };
+    for dir in paths.iter().filter(|path| path.is_dir()) {
+        report
+            .findings
+            .extend(super::kustomization::unlisted_policy_files(dir));
     }
+    report
 }
 
 /// Warnings for what the policies match but the deployed configuration never sends.

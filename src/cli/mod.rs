@@ -4,6 +4,7 @@ pub mod apply;
 pub mod certs;
 pub mod completions;
 pub mod input;
+mod kustomization;
 pub mod lint;
 pub mod review;
 pub mod schema;
