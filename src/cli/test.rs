@@ -129,8 +129,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let (mut passed, mut failed) = (0usize, 0usize);
+    let mut suites = std::collections::BTreeSet::new();
+    let file_count = files.len();
     for file in files {
         let results = run_suite_file_with(&file, shared.as_deref())?;
+        suites.extend(results.iter().map(|result| result.suite.clone()));
         for result in results {
             match result.failure {
                 None => {
@@ -149,6 +152,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    println!(
+        "{} in {}",
+        super::lint::counted(suites.len(), "suite", "suites"),
+        super::lint::counted(file_count, "file", "files")
+    );
+    // Alone on the last line, the form test runners and CI read.
     println!("{passed} passed, {failed} failed");
     Ok(if failed == 0 {
         ExitCode::SUCCESS
@@ -183,9 +192,11 @@ pub fn run_suite_file_with(
         serde_yaml::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
     if suite.kind != "PolicyTest" || suite.api_version != crate::policy::model::API_VERSION {
         bail!(
-            "{}: expected apiVersion {} and kind PolicyTest",
+            "{}: expected apiVersion {} and kind PolicyTest, found apiVersion {:?} and kind {:?}",
             file.display(),
-            crate::policy::model::API_VERSION
+            crate::policy::model::API_VERSION,
+            suite.api_version,
+            suite.kind
         );
     }
     let base = file.parent().unwrap_or(Path::new("."));
@@ -476,9 +487,16 @@ fn collect_yaml(dir: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A YAML file whose text declares `kind: PolicyTest`.
+/// A YAML file that declares `kind: PolicyTest`, or graft's apiVersion with a kind other
+/// than MutationPolicy: a suite whose kind is mistyped is then refused with the reason
+/// instead of skipped, which would pass a run that tested nothing.
 fn is_suite(path: &Path) -> bool {
     let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
-    yaml && std::fs::read_to_string(path)
-        .is_ok_and(|text| text.lines().any(|l| l.trim() == "kind: PolicyTest"))
+    yaml && std::fs::read_to_string(path).is_ok_and(|text| {
+        let mut lines = text.lines().map(str::trim_end);
+        let declares = |line: &str, prefix: &str| line.starts_with(prefix);
+        lines.clone().any(|l| l == "kind: PolicyTest")
+            || (lines.clone().any(|l| declares(l, "apiVersion: graft.dev/"))
+                && !lines.any(|l| l == "kind: MutationPolicy"))
+    })
 }
