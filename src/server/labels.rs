@@ -8,74 +8,11 @@
 
 use std::borrow::Cow;
 
+use crate::k8s::resources::{is_built_in, is_built_in_subresource};
 use crate::policy::{Operation, PolicySet};
 
 /// The label value for anything outside the known set.
 pub const OTHER: &str = "other";
-
-/// The resources of Kubernetes' built-in API groups that admission webhooks commonly see
-/// (sorted, for the binary search).
-const BUILT_IN_RESOURCES: &[&str] = &[
-    "bindings",
-    "certificatesigningrequests",
-    "clusterrolebindings",
-    "clusterroles",
-    "configmaps",
-    "cronjobs",
-    "csidrivers",
-    "csinodes",
-    "customresourcedefinitions",
-    "daemonsets",
-    "deployments",
-    "endpoints",
-    "endpointslices",
-    "events",
-    "horizontalpodautoscalers",
-    "ingressclasses",
-    "ingresses",
-    "jobs",
-    "leases",
-    "limitranges",
-    "mutatingwebhookconfigurations",
-    "namespaces",
-    "networkpolicies",
-    "nodes",
-    "persistentvolumeclaims",
-    "persistentvolumes",
-    "poddisruptionbudgets",
-    "pods",
-    "podtemplates",
-    "priorityclasses",
-    "replicasets",
-    "replicationcontrollers",
-    "resourcequotas",
-    "rolebindings",
-    "roles",
-    "runtimeclasses",
-    "secrets",
-    "serviceaccounts",
-    "services",
-    "statefulsets",
-    "storageclasses",
-    "validatingwebhookconfigurations",
-    "volumeattachments",
-];
-
-/// The subresources of the built-in resources that admission webhooks can see (sorted).
-const BUILT_IN_SUBRESOURCES: &[&str] = &[
-    "approval",
-    "attach",
-    "binding",
-    "ephemeralcontainers",
-    "eviction",
-    "exec",
-    "portforward",
-    "proxy",
-    "resize",
-    "scale",
-    "status",
-    "token",
-];
 
 /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT`, or [`OTHER`].
 pub fn operation(operation: &str) -> &'static str {
@@ -94,17 +31,14 @@ pub fn resource<'a>(set: &PolicySet, resource: &'a str, subresource: &'a str) ->
                     && subresource.is_none_or(|sub| rule.subresource.as_deref() == Some(sub))
             })
     };
-    let known_resource =
-        BUILT_IN_RESOURCES.binary_search(&resource).is_ok() || named(resource, None);
+    let known_resource = is_built_in(resource) || named(resource, None);
     if !known_resource {
         return Cow::Borrowed(OTHER);
     }
     if subresource.is_empty() {
         return Cow::Borrowed(resource);
     }
-    if BUILT_IN_SUBRESOURCES.binary_search(&subresource).is_ok()
-        || named(resource, Some(subresource))
-    {
+    if is_built_in_subresource(subresource) || named(resource, Some(subresource)) {
         Cow::Owned(format!("{resource}/{subresource}"))
     } else {
         Cow::Borrowed(OTHER)
@@ -114,12 +48,6 @@ pub fn resource<'a>(set: &PolicySet, resource: &'a str, subresource: &'a str) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_built_in_lists_are_sorted() {
-        assert!(BUILT_IN_RESOURCES.is_sorted());
-        assert!(BUILT_IN_SUBRESOURCES.is_sorted());
-    }
 
     #[test]
     fn operations() {
