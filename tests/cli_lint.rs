@@ -484,3 +484,19 @@ fn a_singular_built_in_resource_is_warned_with_the_plural() {
          p.yaml:7: warning: policy p: spec.match.resources[1]: \"statefulset\" is not a resource name, so this rule never matches: the apiserver names resources in the plural, in lower case (hint: write apps/v1/statefulsets)"
     );
 }
+
+/// Every unknown field of a document in one run, each with its line.
+#[test]
+fn every_unknown_field_of_a_document_is_reported_at_once() {
+    let text = policy(
+        "typos",
+        "  match:\n    resources: [pods]\n    operation: [CREATE]\n  mutations:\n    - set:\n        pth: $.metadata.labels.a\n        value: b\n      whne: \"true\"\n    - remove: {paths: $.a}\n",
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:8: policy typos: spec.match.operation: unknown field `operation`, expected one of `resources`, `operations`, `namespaces`, `namespaceSelector`, `labels`, `labelSelector`, `annotations`, `annotationSelector`, `fields`, `cel` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:11: policy typos: spec.mutations[0].set.pth: unknown field `pth`, expected `path` or `value` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:13: policy typos: spec.mutations[0].whne: unknown field `whne`, expected one of `set`, `merge`, `remove`, `jsonPatch`, `when` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:14: policy typos: spec.mutations[1].remove.paths: unknown field `paths`, expected `path` (hint: check the spelling against schema/mutationpolicy.schema.json)",
+    );
+}
