@@ -435,14 +435,102 @@ fn check_converges(
     }
 }
 
-/// A line diff of the two objects as YAML.
+/// A line diff of the two values as YAML, keys sorted (the comparison ignores key order,
+/// so the diff does too), then, for each long string that differs, where it differs.
 fn diff(expected: &Value, actual: &Value) -> String {
-    let expected = serde_yaml::to_string(expected).unwrap_or_default();
-    let actual = serde_yaml::to_string(actual).unwrap_or_default();
-    similar::TextDiff::from_lines(&expected, &actual)
+    let expected_text = serde_yaml::to_string(&sorted(expected)).unwrap_or_default();
+    let actual_text = serde_yaml::to_string(&sorted(actual)).unwrap_or_default();
+    let mut out = similar::TextDiff::from_lines(&expected_text, &actual_text)
         .unified_diff()
         .context_radius(3)
-        .to_string()
+        .to_string();
+    let mut strings = Vec::new();
+    differing_strings(expected, actual, &mut String::from("$"), &mut strings);
+    for (path, expected, actual) in strings {
+        out.push_str(&string_difference(&path, &expected, &actual));
+    }
+    out
+}
+
+/// Strings longer than this are pointed into when they differ: a one-line diff of a
+/// 400-character annotation does not show where it differs.
+const LONG_STRING: usize = 60;
+
+/// The value with every map's keys in order.
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|key| (key.clone(), sorted(&map[key])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The long strings at the same place in both values that differ, with their path.
+fn differing_strings(
+    expected: &Value,
+    actual: &Value,
+    path: &mut String,
+    found: &mut Vec<(String, String, String)>,
+) {
+    match (expected, actual) {
+        (Value::String(e), Value::String(a))
+            if e != a && (e.chars().count() > LONG_STRING || a.chars().count() > LONG_STRING) =>
+        {
+            found.push((path.clone(), e.clone(), a.clone()));
+        }
+        (Value::Object(e), Value::Object(a)) => {
+            for (key, value) in e {
+                if let Some(other) = a.get(key) {
+                    let len = path.len();
+                    path.push_str(&format!("[{key:?}]"));
+                    differing_strings(value, other, path, found);
+                    path.truncate(len);
+                }
+            }
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            for (index, (value, other)) in e.iter().zip(a).enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{index}]"));
+                differing_strings(value, other, path, found);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Where two strings first differ, with a little of each around that point.
+fn string_difference(path: &str, expected: &str, actual: &str) -> String {
+    let expected: Vec<char> = expected.chars().collect();
+    let actual: Vec<char> = actual.chars().collect();
+    let at = expected
+        .iter()
+        .zip(&actual)
+        .take_while(|(e, a)| e == a)
+        .count();
+    let window = |chars: &[char]| {
+        let start = at.saturating_sub(20);
+        let end = (at + 40).min(chars.len());
+        let text: String = chars[start.min(chars.len())..end].iter().collect();
+        let before = if start > 0 { "…" } else { "" };
+        let after = if end < chars.len() { "…" } else { "" };
+        format!("{before}{text}{after}")
+    };
+    format!(
+        "{path}: the strings differ from character {}:\n  - {}\n  + {}\n",
+        at + 1,
+        window(&expected),
+        window(&actual)
+    )
 }
 
 fn indent(text: &str) -> String {
@@ -499,4 +587,42 @@ fn is_suite(path: &Path) -> bool {
             || (lines.clone().any(|l| declares(l, "apiVersion: graft.dev/"))
                 && !lines.any(|l| l == "kind: MutationPolicy"))
     })
+}
+
+#[cfg(test)]
+mod diff_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn key_order_is_not_a_difference() {
+        let expected = json!({"b": 1, "a": {"y": 2, "x": 3}});
+        let actual = json!({"a": {"x": 3, "y": 2}, "b": 1});
+        assert_eq!(expected, actual);
+        assert_eq!(diff(&expected, &actual), "");
+    }
+
+    #[test]
+    fn a_long_string_is_pointed_into_where_it_differs() {
+        let networks = |second: &str| {
+            format!(
+                r#"[{{"name":"roce-net-1","namespace":"dynamo-system","interface":"net1"}},{{"name":"{second}","namespace":"dynamo-system","interface":"net2"}}]"#
+            )
+        };
+        let expected = json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": networks("roce-net-2")}}});
+        let actual = json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": networks("roce-net-9")}}});
+        let text = diff(&expected, &actual);
+        assert!(
+            text.contains(concat!(
+                r#"$["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]: "#,
+                "the strings differ from character 89:\n",
+                r#"  - …},{"name":"roce-net-2","namespace":"dynamo-system","interfac…"#,
+                "\n",
+                r#"  + …},{"name":"roce-net-9","namespace":"dynamo-system","interfac…"#,
+                "\n"
+            )),
+            "{text}"
+        );
+    }
 }
