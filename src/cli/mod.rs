@@ -10,6 +10,7 @@ pub mod review;
 pub mod schema;
 pub mod serve;
 pub mod test;
+mod test_update;
 pub mod webhook_config;
 mod yaml_out;
 

@@ -19,6 +19,8 @@ use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};
 use crate::offline::{self, RequestOptions};
 use crate::policy::PolicySet;
 
+use super::test_update;
+
 /// Run policy test suites (`kind: PolicyTest` YAML files).
 ///
 /// Exit codes: 0 every case passed, 1 a case failed, 2 usage error.
@@ -31,6 +33,12 @@ pub struct Args {
     /// suites that list none of their own (`spec.namespaces`, `spec.namespacesFile`).
     #[arg(long, value_name = "FILE")]
     pub namespaces: Option<PathBuf>,
+    /// Rewrite the `expect` block of each failing case to what the policies now do (and
+    /// an `objectFile` it names), and say which cases changed. A case whose policies do
+    /// not converge, or whose patch does not apply, is not rewritten: that is a policy
+    /// bug, not an outdated expectation.
+    #[arg(long)]
+    pub update: bool,
     /// Suite files, or directories searched recursively for *.yaml suites.
     #[arg(default_value = "tests/policies")]
     pub paths: Vec<PathBuf>,
@@ -128,19 +136,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => Some(super::input::namespace_source(Some(path), None)?),
         None => None,
     };
-    let (mut passed, mut failed) = (0usize, 0usize);
+    let (mut passed, mut failed, mut updated) = (0usize, 0usize, 0usize);
     let mut suites = std::collections::BTreeSet::new();
     let file_count = files.len();
     for file in files {
         let results = run_suite_file_with(&file, shared.as_deref())?;
         suites.extend(results.iter().map(|result| result.suite.clone()));
+        let mut text = None;
         for result in results {
-            match result.failure {
-                None => {
+            match (result.failure, result.update) {
+                (None, _) => {
                     passed += 1;
                     println!("PASS {}: {}", result.suite, result.case);
                 }
-                Some(failure) => {
+                (Some(_), Some(expect)) if args.update => {
+                    let current = match text.take() {
+                        Some(current) => current,
+                        None => std::fs::read_to_string(&file)
+                            .with_context(|| format!("reading {}", file.display()))?,
+                    };
+                    let next = test_update::replace_expect(&current, &result.case, &expect)
+                        .map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
+                    text = Some(next);
+                    updated += 1;
+                    println!("UPDATED {}: {}", result.suite, result.case);
+                }
+                (Some(failure), _) => {
                     failed += 1;
                     println!(
                         "FAIL {}: {}\n{}",
@@ -151,6 +172,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        if let Some(text) = text {
+            std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+        }
+    }
+    if args.update {
+        println!(
+            "{} rewritten to what the policies now do",
+            super::lint::counted(updated, "case", "cases")
+        );
     }
     println!(
         "{} in {}",
@@ -173,6 +203,8 @@ pub struct CaseResult {
     pub case: String,
     /// `None` when the case passed; otherwise a readable explanation with a diff.
     pub failure: Option<String>,
+    /// For a failing case whose only problem is its expectation: the one it would pass.
+    pub update: Option<serde_json::Map<String, Value>>,
 }
 
 /// Runs every case of one suite file.
@@ -216,12 +248,13 @@ pub fn run_suite_file_with(
         .cases
         .iter()
         .map(|case| {
-            let failure = run_case(case, base, &set, namespaces)
+            let (failure, update) = run_case(case, base, &set, namespaces)
                 .with_context(|| format!("{}: case {:?}", file.display(), case.name))?;
             Ok(CaseResult {
                 suite: suite.metadata.name.clone(),
                 case: case.name.clone(),
                 failure,
+                update,
             })
         })
         .collect()
@@ -252,12 +285,15 @@ fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<Name
     )))
 }
 
+/// The failure of a case (`None` when it passed), and the expectation it would pass.
+type CaseOutcome = (Option<String>, Option<serde_json::Map<String, Value>>);
+
 fn run_case(
     case: &Case,
     base: &Path,
     set: &PolicySet,
     namespaces: &dyn NamespaceSource,
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<CaseOutcome> {
     let request = case_request(case, base)?;
     let original = request.object.clone();
     let namespace = admission::resolve_namespace(&request, set, namespaces);
@@ -289,11 +325,36 @@ fn run_case(
             ));
         }
     }
+    let expectation_problems = problems.len();
     if let Some(original) = &original {
         check_patch_applies(original, &evaluation, &mut problems);
         check_converges(&request, &evaluation, &namespace, set, &mut problems);
     }
-    Ok((!problems.is_empty()).then(|| problems.join("\n")))
+    if problems.is_empty() {
+        return Ok((None, None));
+    }
+    // Only a case whose policies behave (the patch applies, a second pass is empty)
+    // gets a new expectation.
+    let update = if problems.len() == expectation_problems {
+        let actual = test_update::Actual {
+            denied: match &evaluation.outcome {
+                Outcome::Denied { message } => Some(message.clone()),
+                Outcome::Allowed => None,
+            },
+            object: evaluation
+                .mutated
+                .clone()
+                .or(original)
+                .unwrap_or(Value::Null),
+            patch: serde_json::to_value(&evaluation.patch)?,
+            applied: evaluation.applied().map(str::to_string).collect(),
+            warnings: evaluation.warnings.clone(),
+        };
+        Some(test_update::new_expect(&case.expect, &actual, base)?)
+    } else {
+        None
+    };
+    Ok((Some(problems.join("\n")), update))
 }
 
 fn case_request(case: &Case, base: &Path) -> anyhow::Result<AdmissionRequest> {
