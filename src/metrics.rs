@@ -6,8 +6,9 @@
 //! twice and a reloader can reuse them ([`Metrics::policy_set_installed`]).
 //!
 //! Label cardinality is bounded on purpose: `operation`, `resource` and `decision` come
-//! from small Kubernetes vocabularies, `policy` from the loaded set, `reason` and
-//! `result` from fixed strings in this crate. Never label by object name or uid.
+//! from small Kubernetes vocabularies (closed by `server::labels`, anything else is
+//! `other`), `policy` from the loaded set, `reason` and `result` from fixed strings in
+//! this crate. Never label by object name or uid.
 
 use std::sync::atomic::AtomicU64;
 
@@ -26,6 +27,11 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 struct RequestLabels {
     operation: String,
     resource: String,
+    decision: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
     decision: String,
 }
 
@@ -64,6 +70,17 @@ pub enum ErrorReason {
 }
 
 impl ErrorReason {
+    pub const ALL: [ErrorReason; 8] = [
+        ErrorReason::NotFound,
+        ErrorReason::Method,
+        ErrorReason::ContentType,
+        ErrorReason::TooLarge,
+        ErrorReason::BadReview,
+        ErrorReason::BodyRead,
+        ErrorReason::Timeout,
+        ErrorReason::Panic,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorReason::NotFound => "not_found",
@@ -90,6 +107,12 @@ pub enum ReloadResult {
 }
 
 impl ReloadResult {
+    const ALL: [ReloadResult; 3] = [
+        ReloadResult::Success,
+        ReloadResult::Unchanged,
+        ReloadResult::Error,
+    ];
+
     fn as_str(self) -> &'static str {
         match self {
             ReloadResult::Success => "success",
@@ -104,7 +127,7 @@ impl ReloadResult {
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
-    duration: Histogram,
+    duration: Family<DecisionLabels, Histogram, fn() -> Histogram>,
     policy_evaluations: Family<PolicyLabels, Counter>,
     policies_loaded: Gauge,
     policy_set_info: Family<RevisionLabels, Gauge>,
@@ -118,17 +141,14 @@ pub struct Metrics {
     namespace_last_sync: Gauge<f64, AtomicU64>,
     namespace_watch_restarts: Counter,
     namespaces_cached: Gauge,
+    connections: Gauge,
 }
 
 impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
-        // Admission must answer within the webhook timeout (1-30 s); most answers take well
-        // under a millisecond, so the buckets span 100 µs to ~3 s.
-        let duration = Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-            0.0001, 2.5, 12,
-        ));
+        let duration = Family::new_with_constructor(duration_histogram as fn() -> Histogram);
         let policy_evaluations = Family::<PolicyLabels, Counter>::default();
         let policies_loaded = Gauge::default();
         let policy_set_info = Family::<RevisionLabels, Gauge>::default();
@@ -140,6 +160,7 @@ impl Metrics {
         let namespace_last_sync = Gauge::<f64, AtomicU64>::default();
         let namespace_watch_restarts = Counter::default();
         let namespaces_cached = Gauge::default();
+        let connections = Gauge::default();
         let build = Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]);
 
         // prometheus-client appends `_total` to counters and `_info` to info metrics.
@@ -150,7 +171,7 @@ impl Metrics {
         );
         registry.register(
             "graft_admission_duration_seconds",
-            "Time from request headers to response, for answered reviews",
+            "Time from request headers to response, for answered reviews, by decision",
             duration.clone(),
         );
         registry.register(
@@ -213,7 +234,27 @@ impl Metrics {
             "Namespaces in the namespace cache",
             namespaces_cached.clone(),
         );
+        registry.register(
+            "graft_admission_connections",
+            "Open connections on the admission listener (limited by --max-connections)",
+            connections.clone(),
+        );
         registry.register("graft_build", "Build information", build);
+
+        // Counters of closed label sets start at zero, so the first error is an increase
+        // Prometheus can see (a series that appears at 1 has no increase to rate).
+        for reason in ErrorReason::ALL {
+            let _ = errors.get_or_create(&ReasonLabels {
+                reason: reason.as_str().to_string(),
+            });
+        }
+        for result in ReloadResult::ALL {
+            let labels = ResultLabels {
+                result: result.as_str().to_string(),
+            };
+            let _ = policy_reloads.get_or_create(&labels);
+            let _ = tls_reloads.get_or_create(&labels);
+        }
 
         Metrics {
             registry,
@@ -231,6 +272,7 @@ impl Metrics {
             namespace_last_sync,
             namespace_watch_restarts,
             namespaces_cached,
+            connections,
         }
     }
 
@@ -243,7 +285,11 @@ impl Metrics {
                 decision: decision.to_string(),
             })
             .inc();
-        self.duration.observe(seconds);
+        self.duration
+            .get_or_create(&DecisionLabels {
+                decision: decision.to_string(),
+            })
+            .observe(seconds);
     }
 
     pub fn policy_evaluated(&self, policy: &str, result: &str) {
@@ -333,6 +379,12 @@ impl Metrics {
         self.tls_expiry.set(unix_seconds as f64);
     }
 
+    /// Counts an open admission connection until the returned guard is dropped.
+    pub fn connection_opened(&self) -> OpenConnection {
+        self.connections.inc();
+        OpenConnection(self.connections.clone())
+    }
+
     /// The OpenMetrics text exposition of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -348,6 +400,24 @@ fn unix_now() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|elapsed| elapsed.as_secs_f64())
         .unwrap_or_default()
+}
+
+/// Admission must answer within the webhook timeout (1-30 s); most answers take well
+/// under a millisecond, so the buckets span 100 µs to ~3 s.
+fn duration_histogram() -> Histogram {
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.0001, 2.5, 12,
+    ))
+}
+
+/// One open connection in `graft_admission_connections`; dropping it closes the count.
+#[derive(Debug)]
+pub struct OpenConnection(Gauge);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 impl Default for Metrics {
@@ -377,7 +447,7 @@ mod tests {
         );
         for needle in [
             "graft_admission_requests_total{operation=\"CREATE\",resource=\"pods\",decision=\"allowed\"} 1",
-            "graft_admission_duration_seconds_count 1",
+            "graft_admission_duration_seconds_count{decision=\"allowed\"} 1",
             "graft_policy_evaluations_total{policy=\"p\",result=\"applied\"} 1",
             "graft_admission_errors_total{reason=\"panic\"} 1",
             "graft_tls_reloads_total{result=\"error\"} 1",
@@ -390,6 +460,10 @@ mod tests {
             "graft_namespace_cache_last_sync_timestamp_seconds 0",
             "graft_namespace_cache_watch_restarts_total 0",
             "graft_namespace_cache_namespaces 0",
+            "graft_admission_connections 0",
+            "graft_admission_errors_total{reason=\"timeout\"} 0",
+            "graft_policy_reloads_total{result=\"error\"} 0",
+            "graft_tls_reloads_total{result=\"success\"} 0",
         ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }

@@ -310,7 +310,7 @@ fn configmap_dot_entries_are_skipped() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr).trim(),
-        "1 policies OK, 0 warning(s)"
+        "1 policy OK, 0 warnings"
     );
 }
 
@@ -395,5 +395,108 @@ fn namespace_selectors_are_checked_like_label_selectors() {
          a.yaml:13: policy namespaces: spec.match.namespaceSelector.matchExpressions[1]: In and NotIn need at least one value\n\
          a.yaml:15: warning: policy namespaces: spec.match.namespaceSelector.matchExpressions[2]: \"Bad/Key\" is not a valid label key: the prefix \"Bad\" is not a lowercase DNS subdomain (hint: label keys are [prefix/]name: a DNS subdomain prefix, a name of up to 63 letters, digits, '-', '_' or '.')\n\
          a.yaml:19: warning: policy namespaces: spec.exclude.namespaceSelector: an empty namespaceSelector selects every namespace: the exclude block skips every namespaced request and every Namespace",
+    );
+}
+
+#[test]
+fn the_summary_counts_in_words_and_json_says_when_nothing_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = policy("p", &format!("{MATCH_PODS}{SET_LABEL}"));
+    let bad = policy("q", "  match:\n    resources: [pods]\n    bogus: 1\n");
+    std::fs::write(dir.path().join("a.yaml"), &good).unwrap();
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+            .arg("lint")
+            .args(args)
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        )
+    };
+    assert_eq!(run(&[]).1, "1 policy OK, 0 warnings");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--format", "json"]).0).unwrap();
+    assert_eq!(json["policies"], 1, "{json}");
+    std::fs::write(dir.path().join("b.yaml"), &bad).unwrap();
+    assert_eq!(run(&[]).1, "1 error, 0 warnings");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--format", "json"]).0).unwrap();
+    assert_eq!(json["errors"], 1, "{json}");
+    assert!(
+        json["policies"].is_null(),
+        "a set with errors does not load: {json}"
+    );
+}
+
+/// A policy file copied into the shipped directory but not added to its kustomization's
+/// generator would be missing from the ConfigMap: lint fails and names it.
+#[test]
+fn a_policy_file_the_configmap_generator_leaves_out_fails_lint() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let lint = || {
+        let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+            .arg("lint")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let prefix = format!("{}/", dir.path().display());
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).replace(&prefix, ""),
+        )
+    };
+    assert_eq!(lint().0, Some(0), "the shipped directory is complete");
+    std::fs::write(
+        dir.path().join("team-label.yaml"),
+        policy("team-label", &format!("{MATCH_PODS}{SET_LABEL}")),
+    )
+    .unwrap();
+    let (code, stdout) = lint();
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "Kustomization:8: policy file team-label.yaml is not listed in configMapGenerator[0] (graft-policies) files"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("hint: add `- team-label.yaml` under its files"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_singular_built_in_resource_is_warned_with_the_plural() {
+    let spec = format!(
+        "  match:\n    resources: [pod, apps/v1/statefulset, nodes/status, example.com/v1/widget, virtualservices]\n{SET_LABEL}"
+    );
+    let (code, stdout) = lint(&[("p.yaml", &policy("p", &spec))]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(
+        stdout.trim_end(),
+        "p.yaml:7: warning: policy p: spec.match.resources[0]: \"pod\" is not a resource name, so this rule never matches: the apiserver names resources in the plural, in lower case (hint: write pods)\n\
+         p.yaml:7: warning: policy p: spec.match.resources[1]: \"statefulset\" is not a resource name, so this rule never matches: the apiserver names resources in the plural, in lower case (hint: write apps/v1/statefulsets)"
+    );
+}
+
+/// Every unknown field of a document in one run, each with its line.
+#[test]
+fn every_unknown_field_of_a_document_is_reported_at_once() {
+    let text = policy(
+        "typos",
+        "  match:\n    resources: [pods]\n    operation: [CREATE]\n  mutations:\n    - set:\n        pth: $.metadata.labels.a\n        value: b\n      whne: \"true\"\n    - remove: {paths: $.a}\n",
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:8: policy typos: spec.match.operation: unknown field `operation`, expected one of `resources`, `operations`, `namespaces`, `namespaceSelector`, `labels`, `labelSelector`, `annotations`, `annotationSelector`, `fields`, `cel` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:11: policy typos: spec.mutations[0].set.pth: unknown field `pth`, expected `path` or `value` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:13: policy typos: spec.mutations[0].whne: unknown field `whne`, expected one of `set`, `merge`, `remove`, `jsonPatch`, `when` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:14: policy typos: spec.mutations[1].remove.paths: unknown field `paths`, expected `path` (hint: check the spelling against schema/mutationpolicy.schema.json)",
     );
 }

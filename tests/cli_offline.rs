@@ -282,3 +282,48 @@ fn every_example_policy_has_a_suite() {
         }
     }
 }
+
+/// A suite whose kind is mistyped, in a directory of suites, fails the run with the
+/// reason instead of being skipped (which passed a run that tested less than it said).
+#[test]
+fn graft_test_refuses_a_suite_with_a_mistyped_kind_or_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = root().join("policies/statefulset-node-selector.yaml");
+    let suite = |kind: &str, field: &str| {
+        format!(
+            "apiVersion: graft.dev/v1alpha1\nkind: {kind}\nmetadata: {{name: s}}\nspec:\n  policies: [{}]\n  cases:\n    - name: a pod\n      object: {{apiVersion: v1, kind: Pod, metadata: {{name: p}}, spec: {{containers: []}}}}\n      {field}: {{unchanged: true}}\n",
+            policy.display()
+        )
+    };
+    std::fs::write(dir.path().join("good.yaml"), suite("PolicyTest", "expect")).unwrap();
+    let run = || graft(&["test", dir.path().to_str().unwrap()], None);
+    let output = run();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.ends_with("1 suite in 1 file\n1 passed, 0 failed\n"),
+        "{stdout}"
+    );
+
+    std::fs::write(dir.path().join("typo.yaml"), suite("PolicyTests", "expect")).unwrap();
+    let output = run();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("typo.yaml: expected apiVersion graft.dev/v1alpha1 and kind PolicyTest, found apiVersion \"graft.dev/v1alpha1\" and kind \"PolicyTests\""),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        dir.path().join("typo.yaml"),
+        suite("PolicyTest", "expected"),
+    )
+    .unwrap();
+    let output = run();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("typo.yaml") && stderr.contains("expected"),
+        "{stderr}"
+    );
+}

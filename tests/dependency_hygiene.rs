@@ -61,8 +61,19 @@ fn the_stated_minimum_rust_covers_the_language_and_every_dependency() {
         stated >= (1, 88),
         "let chains need Rust 1.88; rust-version says {stated:?}"
     );
+    // The packages built on this host: dependencies of other platforms (wasm's, say)
+    // are not downloaded, and offline metadata could not describe them.
+    let rustc = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("run rustc -vV");
+    let host = String::from_utf8_lossy(&rustc.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: ").map(str::to_string))
+        .expect("rustc -vV names the host");
     let output = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .args(["--filter-platform", &host])
         .current_dir(repository())
         .output()
         .expect("run cargo metadata");

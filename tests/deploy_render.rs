@@ -562,3 +562,54 @@ fn generated_keys_are_git_ignored() {
         .expect("deploy/self-signed/.gitignore");
     assert!(ignore.lines().any(|line| line.trim() == "/certs*/"));
 }
+
+/// The monitoring objects land in graft's namespace and point at what the install serves:
+/// the ServiceMonitor selects the Service and scrapes its port named `metrics`, the rules
+/// are the PrometheusRule file, and the dashboard ConfigMap holds dashboard.json for
+/// Grafana's sidecar.
+#[test]
+fn monitoring_renders_and_scrapes_the_metrics_port() {
+    let install = kustomize(&repo().join("deploy"));
+    let service = find(&install, "Service", "graft");
+    let objects = kustomize(&repo().join("deploy/monitoring"));
+    assert_eq!(objects.len(), 3, "{objects:?}");
+    for object in &objects {
+        assert_eq!(object["metadata"]["namespace"], "graft", "{object}");
+    }
+
+    let monitor = find(&objects, "ServiceMonitor", "graft");
+    let selector = monitor["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("matchLabels");
+    for (key, value) in selector {
+        assert_eq!(&service["metadata"]["labels"][key], value, "{key}");
+    }
+    let ports: Vec<&str> = service["spec"]["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .filter_map(|port| port["name"].as_str())
+        .collect();
+    for endpoint in monitor["spec"]["endpoints"].as_array().expect("endpoints") {
+        let port = endpoint["port"].as_str().expect("a named port");
+        assert!(
+            ports.contains(&port),
+            "{port} is not a Service port: {ports:?}"
+        );
+        assert_eq!(endpoint["path"], "/metrics");
+    }
+
+    let rule = find(&objects, "PrometheusRule", "graft");
+    let source: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo().join("deploy/monitoring/prometheusrule.yaml"))
+            .expect("rules"),
+    )
+    .expect("rules are YAML");
+    assert_eq!(rule["spec"], source["spec"]);
+
+    let dashboard = find(&objects, "ConfigMap", "graft-dashboard");
+    assert_eq!(dashboard["metadata"]["labels"]["grafana_dashboard"], "1");
+    let json = std::fs::read_to_string(repo().join("deploy/monitoring/dashboard.json"))
+        .expect("dashboard");
+    assert_eq!(dashboard["data"]["graft.json"], json.as_str());
+}

@@ -37,11 +37,17 @@ async fn editor_leftovers_and_identical_content_change_nothing() -> Result {
         assert_eq!(status.revision, revision);
         assert_eq!(harness.revision(), revision);
         let metrics = harness.metrics().await?;
+        // Counters of known results start at 0: counted means present and not 0.
         assert!(
-            metrics.contains("graft_policy_reloads_total{result=\"unchanged\"}"),
+            metrics.contains("graft_policy_reloads_total{result=\"unchanged\"}")
+                && !metrics.contains("graft_policy_reloads_total{result=\"unchanged\"} 0\n"),
             "{metrics}"
         );
-        assert!(!metrics.contains("result=\"success\""), "{metrics}");
+        assert!(
+            metrics.contains("graft_policy_reloads_total{result=\"success\"} 0\n")
+                && metrics.contains("graft_tls_reloads_total{result=\"success\"} 0\n"),
+            "{metrics}"
+        );
         harness.server.shutdown().await
     })
     .await?
@@ -88,7 +94,8 @@ async fn a_directory_that_disappears_keeps_the_set_and_returns() -> Result {
         assert_eq!(harness.ready().await?, 200);
         let metrics = harness.metrics().await?;
         assert!(
-            metrics.contains("graft_policy_reloads_total{result=\"error\"}"),
+            metrics.contains("graft_policy_reloads_total{result=\"error\"}")
+                && !metrics.contains("graft_policy_reloads_total{result=\"error\"} 0\n"),
             "{metrics}"
         );
 

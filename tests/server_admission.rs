@@ -92,7 +92,7 @@ async fn http1_keep_alive_and_http2_answer_exactly_like_the_cli() -> Result {
             ),
             "{metrics}"
         );
-        assert!(metrics.contains("graft_admission_duration_seconds_count 5"), "{metrics}");
+        assert!(metrics.contains("graft_admission_duration_seconds_count{decision=\"allowed\"} 5"), "{metrics}");
         setup.server.shutdown().await
     })
     .await?

@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use support::*;
@@ -13,10 +13,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const FIXTURE: &str = "pod-create-multus-worker.json";
-
-fn example_policies() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")
-}
 
 struct Setup {
     pki: Pki,
@@ -27,11 +23,7 @@ struct Setup {
 async fn setup(adjust: impl FnOnce(&mut graft::server::Limits)) -> Result<Setup> {
     let pki = Pki::new("test apiserver CA")?;
     let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
-    let mut config = config(&example_policies(), &secret);
-    // The sidecar example reads namespace labels; no cluster here, so a fixed set.
-    config.namespaces = graft::server::config::NamespaceConfig::File(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policies/objects/namespaces.yaml"),
-    );
+    let mut config = example_config(&secret);
     adjust(&mut config.limits);
     let server = start(config).await?;
     Ok(Setup {
@@ -58,7 +50,11 @@ impl Setup {
         assert_eq!(status, 200);
         assert_eq!(
             answer.as_ref(),
-            expected_answer(&example_policies(), &good)?.as_slice()
+            expected_answer(
+                &Path::new(env!("CARGO_MANIFEST_DIR")).join("policies"),
+                &good
+            )?
+            .as_slice()
         );
         Ok(())
     }

@@ -10,18 +10,12 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-
 use bytes::Bytes;
 use h2::Reason;
 use support::*;
 
 /// The server's body limit in these tests.
 const LIMIT: usize = 2 * 1024 * 1024;
-
-fn example_policies() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")
-}
 
 struct Early {
     status: u16,
@@ -37,11 +31,7 @@ struct Early {
 async fn early_answer(path: &str, headers: &[(&str, &str)], length: usize) -> Result<Early> {
     let pki = Pki::new("test apiserver CA")?;
     let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
-    let mut config = config(&example_policies(), &secret);
-    // The sidecar example reads namespace labels; no cluster here, so a fixed set.
-    config.namespaces = graft::server::config::NamespaceConfig::File(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policies/objects/namespaces.yaml"),
-    );
+    let mut config = example_config(&secret);
     config.limits.max_body_bytes = LIMIT;
     let server = start(config).await?;
 

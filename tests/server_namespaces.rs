@@ -85,11 +85,7 @@ async fn a_namespaces_file_is_served() -> Result {
     tokio::time::timeout(DEADLINE, async {
         let pki = Pki::new("test apiserver CA")?;
         let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
-        let mut config = config(&repo().join("policies"), &secret);
-        config.namespaces = graft::server::config::NamespaceConfig::File(
-            repo().join("tests/policies/objects/namespaces.yaml"),
-        );
-        let server = start(config).await?;
+        let server = start(example_config(&secret)).await?;
         assert_eq!(get(server.running.metrics_addr, "/readyz").await?.0, 200);
         let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
         for (namespace, injected) in [("default", true), ("plain", false)] {

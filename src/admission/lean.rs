@@ -20,7 +20,7 @@ use serde_json::{Map, Number, Value};
 use super::{
     AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, resolve,
 };
-use crate::namespaces::NamespaceSource;
+use crate::namespaces::{NamespaceData, NamespaceSource};
 use crate::policy::{PolicySet, Reads};
 
 #[derive(Deserialize)]
@@ -45,6 +45,18 @@ pub fn review_lean(
     policies: &PolicySet,
     namespaces: &dyn NamespaceSource,
 ) -> Result<Reviewed, BadReview> {
+    let (review, namespace) = parse_lean(body, policies, namespaces)?;
+    Ok(answer(review, &namespace, policies))
+}
+
+/// The parse half of [`review_lean`], for callers that want to know which request they
+/// hold before evaluating it (the server names it in its logs first): the review, and
+/// its namespace's data as far as a candidate policy needs it.
+pub fn parse_lean(
+    body: &[u8],
+    policies: &PolicySet,
+    namespaces: &dyn NamespaceSource,
+) -> Result<(Review, NamespaceData), BadReview> {
     let incoming: IncomingRaw<'_> = serde_json::from_slice(body)?;
     let raw = checked(&incoming.api_version, incoming.kind, incoming.request)?;
     if raw.uid.is_empty() {
@@ -70,7 +82,7 @@ pub fn review_lean(
         api_version: incoming.api_version,
         request,
     };
-    Ok(answer(review, &namespace, policies))
+    Ok((review, namespace))
 }
 
 type Objects = (Option<Value>, Option<Value>);

@@ -16,7 +16,7 @@ use crate::policy::{PolicySet, Reads};
 
 mod lean;
 
-pub use lean::review_lean;
+pub use lean::{parse_lean, review_lean};
 
 pub const API_VERSION_V1: &str = "admission.k8s.io/v1";
 pub const API_VERSION_V1BETA1: &str = "admission.k8s.io/v1beta1";

@@ -82,8 +82,8 @@ pub fn lint_paths(paths: &[PathBuf]) -> ExitCode {
 #[derive(Debug)]
 pub struct Report {
     pub findings: Vec<Finding>,
-    /// Policies loaded, when there were no errors.
-    pub policies: usize,
+    /// Policies loaded; `None` when errors kept the set from loading.
+    pub policies: Option<usize>,
 }
 
 impl Report {
@@ -119,16 +119,22 @@ impl Report {
 }
 
 pub fn lint(paths: &[PathBuf]) -> Report {
-    match policy::load(paths) {
+    let mut report = match policy::load(paths) {
         Ok(loaded) => Report {
-            policies: loaded.set.len(),
+            policies: Some(loaded.set.len()),
             findings: loaded.warnings,
         },
         Err(findings) => Report {
             findings: findings.0,
-            policies: 0,
+            policies: None,
         },
+    };
+    for dir in paths.iter().filter(|path| path.is_dir()) {
+        report
+            .findings
+            .extend(super::kustomization::unlisted_policy_files(dir));
     }
+    report
 }
 
 /// Warnings for what the policies match but the deployed configuration never sends.
@@ -201,9 +207,16 @@ fn print_text(report: &Report) {
     }
     let errors = report.count(Severity::Error);
     let warnings = report.count(Severity::Warning);
-    if errors == 0 {
-        eprintln!("{} policies OK, {warnings} warning(s)", report.policies);
-    } else {
-        eprintln!("{errors} error(s), {warnings} warning(s)");
+    let warnings = counted(warnings, "warning", "warnings");
+    match report.policies {
+        Some(policies) if errors == 0 => {
+            eprintln!("{} OK, {warnings}", counted(policies, "policy", "policies"));
+        }
+        _ => eprintln!("{}, {warnings}", counted(errors, "error", "errors")),
     }
+}
+
+/// `1 policy`, `2 policies`.
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -2,12 +2,15 @@
 
 pub mod apply;
 pub mod certs;
+pub mod completions;
 pub mod input;
+mod kustomization;
 pub mod lint;
 pub mod review;
 pub mod schema;
 pub mod serve;
 pub mod test;
+mod test_update;
 pub mod webhook_config;
 mod yaml_out;
 
@@ -44,6 +47,8 @@ pub enum Command {
     WebhookConfig(webhook_config::Args),
     /// Print the JSON Schema of MutationPolicy.
     Schema(schema::Args),
+    /// Print the shell completion script (`source <(graft completions bash)`).
+    Completions(completions::Args),
 }
 
 /// Exit code for a usage error (bad flags, unreadable input), as clap uses.
@@ -61,12 +66,47 @@ pub fn main() -> ExitCode {
         Command::Certs(args) => certs::run(args),
         Command::WebhookConfig(args) => webhook_config::run(args),
         Command::Schema(args) => schema::run(args),
+        Command::Completions(args) => completions::run(args),
     };
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", describe(&error));
             ExitCode::from(EXIT_USAGE)
         }
+    }
+}
+
+/// The error and its causes, each said once: many errors already name their cause in
+/// their own message ("cannot read x: No such file or directory").
+pub fn describe(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot read x: {source}")]
+        struct Naming {
+            #[source]
+            source: std::io::Error,
+        }
+        let error = anyhow::Error::new(Naming { source: io() });
+        assert_eq!(describe(&error), "cannot read x: no such file");
+        let error = anyhow::Error::new(io()).context("loading the policies");
+        assert_eq!(describe(&error), "loading the policies: no such file");
     }
 }

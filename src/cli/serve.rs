@@ -46,6 +46,8 @@ pub struct Flags {
     /// Plain-HTTP listen address for /healthz, /readyz and /metrics.
     #[arg(long, env = "GRAFT_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
     pub metrics_listen: SocketAddr,
+    /// Log line format: `text` for a terminal, `json` (one object per line) for log
+    /// collectors.
     #[arg(long, env = "GRAFT_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// Largest accepted request body.

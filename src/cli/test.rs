@@ -19,6 +19,8 @@ use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};
 use crate::offline::{self, RequestOptions};
 use crate::policy::PolicySet;
 
+use super::test_update;
+
 /// Run policy test suites (`kind: PolicyTest` YAML files).
 ///
 /// Exit codes: 0 every case passed, 1 a case failed, 2 usage error.
@@ -31,6 +33,12 @@ pub struct Args {
     /// suites that list none of their own (`spec.namespaces`, `spec.namespacesFile`).
     #[arg(long, value_name = "FILE")]
     pub namespaces: Option<PathBuf>,
+    /// Rewrite the `expect` block of each failing case to what the policies now do (and
+    /// an `objectFile` it names), and say which cases changed. A case whose policies do
+    /// not converge, or whose patch does not apply, is not rewritten: that is a policy
+    /// bug, not an outdated expectation.
+    #[arg(long)]
+    pub update: bool,
     /// Suite files, or directories searched recursively for *.yaml suites.
     #[arg(default_value = "tests/policies")]
     pub paths: Vec<PathBuf>,
@@ -128,16 +136,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => Some(super::input::namespace_source(Some(path), None)?),
         None => None,
     };
-    let (mut passed, mut failed) = (0usize, 0usize);
+    let (mut passed, mut failed, mut updated) = (0usize, 0usize, 0usize);
+    let mut suites = std::collections::BTreeSet::new();
+    let file_count = files.len();
     for file in files {
         let results = run_suite_file_with(&file, shared.as_deref())?;
+        suites.extend(results.iter().map(|result| result.suite.clone()));
+        let mut text = None;
         for result in results {
-            match result.failure {
-                None => {
+            match (result.failure, result.update) {
+                (None, _) => {
                     passed += 1;
                     println!("PASS {}: {}", result.suite, result.case);
                 }
-                Some(failure) => {
+                (Some(_), Some(expect)) if args.update => {
+                    let current = match text.take() {
+                        Some(current) => current,
+                        None => std::fs::read_to_string(&file)
+                            .with_context(|| format!("reading {}", file.display()))?,
+                    };
+                    let next = test_update::replace_expect(&current, &result.case, &expect)
+                        .map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
+                    text = Some(next);
+                    updated += 1;
+                    println!("UPDATED {}: {}", result.suite, result.case);
+                }
+                (Some(failure), _) => {
                     failed += 1;
                     println!(
                         "FAIL {}: {}\n{}",
@@ -148,7 +172,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        if let Some(text) = text {
+            std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+        }
     }
+    if args.update {
+        println!(
+            "{} rewritten to what the policies now do",
+            super::lint::counted(updated, "case", "cases")
+        );
+    }
+    println!(
+        "{} in {}",
+        super::lint::counted(suites.len(), "suite", "suites"),
+        super::lint::counted(file_count, "file", "files")
+    );
+    // Alone on the last line, the form test runners and CI read.
     println!("{passed} passed, {failed} failed");
     Ok(if failed == 0 {
         ExitCode::SUCCESS
@@ -164,6 +203,8 @@ pub struct CaseResult {
     pub case: String,
     /// `None` when the case passed; otherwise a readable explanation with a diff.
     pub failure: Option<String>,
+    /// For a failing case whose only problem is its expectation: the one it would pass.
+    pub update: Option<serde_json::Map<String, Value>>,
 }
 
 /// Runs every case of one suite file.
@@ -183,9 +224,11 @@ pub fn run_suite_file_with(
         serde_yaml::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
     if suite.kind != "PolicyTest" || suite.api_version != crate::policy::model::API_VERSION {
         bail!(
-            "{}: expected apiVersion {} and kind PolicyTest",
+            "{}: expected apiVersion {} and kind PolicyTest, found apiVersion {:?} and kind {:?}",
             file.display(),
-            crate::policy::model::API_VERSION
+            crate::policy::model::API_VERSION,
+            suite.api_version,
+            suite.kind
         );
     }
     let base = file.parent().unwrap_or(Path::new("."));
@@ -205,12 +248,13 @@ pub fn run_suite_file_with(
         .cases
         .iter()
         .map(|case| {
-            let failure = run_case(case, base, &set, namespaces)
+            let (failure, update) = run_case(case, base, &set, namespaces)
                 .with_context(|| format!("{}: case {:?}", file.display(), case.name))?;
             Ok(CaseResult {
                 suite: suite.metadata.name.clone(),
                 case: case.name.clone(),
                 failure,
+                update,
             })
         })
         .collect()
@@ -241,12 +285,15 @@ fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<Name
     )))
 }
 
+/// The failure of a case (`None` when it passed), and the expectation it would pass.
+type CaseOutcome = (Option<String>, Option<serde_json::Map<String, Value>>);
+
 fn run_case(
     case: &Case,
     base: &Path,
     set: &PolicySet,
     namespaces: &dyn NamespaceSource,
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<CaseOutcome> {
     let request = case_request(case, base)?;
     let original = request.object.clone();
     let namespace = admission::resolve_namespace(&request, set, namespaces);
@@ -278,11 +325,36 @@ fn run_case(
             ));
         }
     }
+    let expectation_problems = problems.len();
     if let Some(original) = &original {
         check_patch_applies(original, &evaluation, &mut problems);
         check_converges(&request, &evaluation, &namespace, set, &mut problems);
     }
-    Ok((!problems.is_empty()).then(|| problems.join("\n")))
+    if problems.is_empty() {
+        return Ok((None, None));
+    }
+    // Only a case whose policies behave (the patch applies, a second pass is empty)
+    // gets a new expectation.
+    let update = if problems.len() == expectation_problems {
+        let actual = test_update::Actual {
+            denied: match &evaluation.outcome {
+                Outcome::Denied { message } => Some(message.clone()),
+                Outcome::Allowed => None,
+            },
+            object: evaluation
+                .mutated
+                .clone()
+                .or(original)
+                .unwrap_or(Value::Null),
+            patch: serde_json::to_value(&evaluation.patch)?,
+            applied: evaluation.applied().map(str::to_string).collect(),
+            warnings: evaluation.warnings.clone(),
+        };
+        Some(test_update::new_expect(&case.expect, &actual, base)?)
+    } else {
+        None
+    };
+    Ok((Some(problems.join("\n")), update))
 }
 
 fn case_request(case: &Case, base: &Path) -> anyhow::Result<AdmissionRequest> {
@@ -424,14 +496,102 @@ fn check_converges(
     }
 }
 
-/// A line diff of the two objects as YAML.
+/// A line diff of the two values as YAML, keys sorted (the comparison ignores key order,
+/// so the diff does too), then, for each long string that differs, where it differs.
 fn diff(expected: &Value, actual: &Value) -> String {
-    let expected = serde_yaml::to_string(expected).unwrap_or_default();
-    let actual = serde_yaml::to_string(actual).unwrap_or_default();
-    similar::TextDiff::from_lines(&expected, &actual)
+    let expected_text = serde_yaml::to_string(&sorted(expected)).unwrap_or_default();
+    let actual_text = serde_yaml::to_string(&sorted(actual)).unwrap_or_default();
+    let mut out = similar::TextDiff::from_lines(&expected_text, &actual_text)
         .unified_diff()
         .context_radius(3)
-        .to_string()
+        .to_string();
+    let mut strings = Vec::new();
+    differing_strings(expected, actual, &mut String::from("$"), &mut strings);
+    for (path, expected, actual) in strings {
+        out.push_str(&string_difference(&path, &expected, &actual));
+    }
+    out
+}
+
+/// Strings longer than this are pointed into when they differ: a one-line diff of a
+/// 400-character annotation does not show where it differs.
+const LONG_STRING: usize = 60;
+
+/// The value with every map's keys in order.
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|key| (key.clone(), sorted(&map[key])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The long strings at the same place in both values that differ, with their path.
+fn differing_strings(
+    expected: &Value,
+    actual: &Value,
+    path: &mut String,
+    found: &mut Vec<(String, String, String)>,
+) {
+    match (expected, actual) {
+        (Value::String(e), Value::String(a))
+            if e != a && (e.chars().count() > LONG_STRING || a.chars().count() > LONG_STRING) =>
+        {
+            found.push((path.clone(), e.clone(), a.clone()));
+        }
+        (Value::Object(e), Value::Object(a)) => {
+            for (key, value) in e {
+                if let Some(other) = a.get(key) {
+                    let len = path.len();
+                    path.push_str(&format!("[{key:?}]"));
+                    differing_strings(value, other, path, found);
+                    path.truncate(len);
+                }
+            }
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            for (index, (value, other)) in e.iter().zip(a).enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{index}]"));
+                differing_strings(value, other, path, found);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Where two strings first differ, with a little of each around that point.
+fn string_difference(path: &str, expected: &str, actual: &str) -> String {
+    let expected: Vec<char> = expected.chars().collect();
+    let actual: Vec<char> = actual.chars().collect();
+    let at = expected
+        .iter()
+        .zip(&actual)
+        .take_while(|(e, a)| e == a)
+        .count();
+    let window = |chars: &[char]| {
+        let start = at.saturating_sub(20);
+        let end = (at + 40).min(chars.len());
+        let text: String = chars[start.min(chars.len())..end].iter().collect();
+        let before = if start > 0 { "…" } else { "" };
+        let after = if end < chars.len() { "…" } else { "" };
+        format!("{before}{text}{after}")
+    };
+    format!(
+        "{path}: the strings differ from character {}:\n  - {}\n  + {}\n",
+        at + 1,
+        window(&expected),
+        window(&actual)
+    )
 }
 
 fn indent(text: &str) -> String {
@@ -476,9 +636,54 @@ fn collect_yaml(dir: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A YAML file whose text declares `kind: PolicyTest`.
+/// A YAML file that declares `kind: PolicyTest`, or graft's apiVersion with a kind other
+/// than MutationPolicy: a suite whose kind is mistyped is then refused with the reason
+/// instead of skipped, which would pass a run that tested nothing.
 fn is_suite(path: &Path) -> bool {
     let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
-    yaml && std::fs::read_to_string(path)
-        .is_ok_and(|text| text.lines().any(|l| l.trim() == "kind: PolicyTest"))
+    yaml && std::fs::read_to_string(path).is_ok_and(|text| {
+        let mut lines = text.lines().map(str::trim_end);
+        let declares = |line: &str, prefix: &str| line.starts_with(prefix);
+        lines.clone().any(|l| l == "kind: PolicyTest")
+            || (lines.clone().any(|l| declares(l, "apiVersion: graft.dev/"))
+                && !lines.any(|l| l == "kind: MutationPolicy"))
+    })
+}
+
+#[cfg(test)]
+mod diff_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn key_order_is_not_a_difference() {
+        let expected = json!({"b": 1, "a": {"y": 2, "x": 3}});
+        let actual = json!({"a": {"x": 3, "y": 2}, "b": 1});
+        assert_eq!(expected, actual);
+        assert_eq!(diff(&expected, &actual), "");
+    }
+
+    #[test]
+    fn a_long_string_is_pointed_into_where_it_differs() {
+        let networks = |second: &str| {
+            format!(
+                r#"[{{"name":"roce-net-1","namespace":"dynamo-system","interface":"net1"}},{{"name":"{second}","namespace":"dynamo-system","interface":"net2"}}]"#
+            )
+        };
+        let expected = json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": networks("roce-net-2")}}});
+        let actual = json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": networks("roce-net-9")}}});
+        let text = diff(&expected, &actual);
+        assert!(
+            text.contains(concat!(
+                r#"$["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]: "#,
+                "the strings differ from character 89:\n",
+                r#"  - …},{"name":"roce-net-2","namespace":"dynamo-system","interfac…"#,
+                "\n",
+                r#"  + …},{"name":"roce-net-9","namespace":"dynamo-system","interfac…"#,
+                "\n"
+            )),
+            "{text}"
+        );
+    }
 }

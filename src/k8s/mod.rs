@@ -8,11 +8,13 @@
 //! - [`ordinal`]: a StatefulSet pod's ordinal, from its label or its name.
 //! - [`multus`]: the `k8s.v1.cni.cncf.io/networks` annotation, parse and merge.
 //! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
+//! - [`resources`]: the resource names of the built-in API groups.
 
 pub mod merge_keys;
 pub mod multus;
 pub mod ordinal;
 pub mod quantity;
+pub mod resources;
 
 /// The longest string a helper may produce. Annotation values are capped by the
 /// apiserver far below this; the bound only stops a runaway expression.

@@ -224,6 +224,41 @@ impl Compiler<'_> {
         }
     }
 
+    /// A built-in resource written as its kind or in the singular (`pod`, `Deployment`)
+    /// never matches: the apiserver names resources in the plural, in lower case.
+    fn check_resource_name(&mut self, field: &str, written: &str, rule: &ResourceRule) {
+        let built_in_group = rule.group.as_deref().is_none_or(|group| {
+            matches!(
+                group,
+                "" | "apps"
+                    | "batch"
+                    | "autoscaling"
+                    | "policy"
+                    | "networking.k8s.io"
+                    | "rbac.authorization.k8s.io"
+                    | "storage.k8s.io"
+                    | "coordination.k8s.io"
+                    | "discovery.k8s.io"
+                    | "scheduling.k8s.io"
+                    | "admissionregistration.k8s.io"
+                    | "apiextensions.k8s.io"
+                    | "certificates.k8s.io"
+            )
+        });
+        if !built_in_group {
+            return;
+        }
+        if let Some(plural) = crate::k8s::resources::meant(&rule.resource) {
+            let message = format!(
+                "{:?} is not a resource name, so this rule never matches: the apiserver names \
+                 resources in the plural, in lower case",
+                rule.resource
+            );
+            let hint = format!("write {}", written.replacen(&rule.resource, plural, 1));
+            self.warning_with_hint(field, written, &message, &hint);
+        }
+    }
+
     fn expression_warnings(&mut self, field: &str, expression: &Expression) {
         for warning in expression.warnings() {
             self.warning_with_hint(field, "has(", &warning.message, &warning.hint);
@@ -277,7 +312,10 @@ impl Compiler<'_> {
         let mut conditions = Conditions::default();
         for (i, resource) in m.resources.iter().enumerate() {
             match ResourceRule::parse(resource) {
-                Ok(rule) => conditions.resources.push(rule),
+                Ok(rule) => {
+                    self.check_resource_name(&format!("{field}.resources[{i}]"), resource, &rule);
+                    conditions.resources.push(rule);
+                }
                 Err(reason) => self.error(
                     &format!("{field}.resources[{i}]"),
                     resource,

@@ -199,36 +199,74 @@ fn parse_document(
             text: chunk.text.clone(),
             document,
         }),
-        Err(error) => {
-            let field = yaml_field_path(&error.path().to_string());
-            let inner = error.inner();
-            let last_key = field
-                .rsplit(['.', '['])
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            let at = line_of(inner.location())
-                .or_else(|| locate_field(&chunk.text, chunk.first_line, &field))
-                .or_else(|| line(&last_key));
-            let message = strip_location(inner);
-            // serde_yaml already prefixes some messages with the path.
-            let message = match message.split_once(": ") {
-                Some((prefix, rest)) if !prefix.contains(' ') && field.starts_with(prefix) => {
-                    rest.to_string()
-                }
-                _ => message,
-            };
-            let mut finding = Finding::error(file, message)
-                .at_line(at)
-                .in_policy(header.name)
-                .at_field(field);
-            if let Some(hint) = hint_for(&inner.to_string()) {
-                finding = finding.with_hint(hint);
+        Err(error) if error.inner().to_string().contains("unknown field") => {
+            // Every unknown field at once, not only the one serde stopped at.
+            let unknown = serde_json::to_value(&value)
+                .map(|document| super::unknown_fields::unknown_fields(&document))
+                .unwrap_or_default();
+            if unknown.is_empty() {
+                findings.push(deserialize_finding(file, chunk, &header, &error));
             }
-            findings.push(finding);
+            for field in unknown {
+                findings.push(
+                    Finding::error(file, field.message())
+                        .at_line(
+                            locate_field(&chunk.text, chunk.first_line, &field.field)
+                                .or_else(|| line(&field.key)),
+                        )
+                        .in_policy(header.name.clone())
+                        .at_field(field.field)
+                        .with_hint(UNKNOWN_FIELD_HINT),
+                );
+            }
+            None
+        }
+        Err(error) => {
+            findings.push(deserialize_finding(file, chunk, &header, &error));
             None
         }
     }
+}
+
+const UNKNOWN_FIELD_HINT: &str = "check the spelling against schema/mutationpolicy.schema.json";
+
+/// The finding for the error serde stopped at.
+fn deserialize_finding(
+    file: &Path,
+    chunk: &Chunk,
+    header: &Header,
+    error: &serde_path_to_error::Error<serde_yaml::Error>,
+) -> Finding {
+    let line_of = |location: Option<serde_yaml::Location>| {
+        location.map(|location| chunk.first_line + location.line() - 1)
+    };
+    let line = |needle: &str| locate(chunk, needle);
+    let field = yaml_field_path(&error.path().to_string());
+    let inner = error.inner();
+    let last_key = field
+        .rsplit(['.', '['])
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let at = line_of(inner.location())
+        .or_else(|| locate_field(&chunk.text, chunk.first_line, &field))
+        .or_else(|| line(&last_key));
+    let message = strip_location(inner);
+    // serde_yaml already prefixes some messages with the path.
+    let message = match message.split_once(": ") {
+        Some((prefix, rest)) if !prefix.contains(' ') && field.starts_with(prefix) => {
+            rest.to_string()
+        }
+        _ => message,
+    };
+    let mut finding = Finding::error(file, message)
+        .at_line(at)
+        .in_policy(header.name.clone())
+        .at_field(field);
+    if let Some(hint) = hint_for(&inner.to_string()) {
+        finding = finding.with_hint(hint);
+    }
+    finding
 }
 
 /// The identifying fields of a document, read leniently before full parsing.
@@ -271,10 +309,9 @@ fn strip_location(error: &serde_yaml::Error) -> String {
 }
 
 fn hint_for(message: &str) -> Option<&'static str> {
-    if message.contains("unknown field") {
-        return Some("check the spelling against schema/mutationpolicy.schema.json");
-    }
-    None
+    message
+        .contains("unknown field")
+        .then_some(UNKNOWN_FIELD_HINT)
 }
 
 /// The 1-based file line of the first line in the chunk that mentions `needle` as a key

@@ -8,6 +8,7 @@ pub mod load;
 pub mod model;
 mod reads;
 mod set;
+mod unknown_fields;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

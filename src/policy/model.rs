@@ -202,7 +202,8 @@ pub struct Mutation {
     /// Set the value at a JSONPath location, creating missing parents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set: Option<SetMutation>,
-    /// Merge a fragment: maps recursively, lists of named objects by `name`.
+    /// Merge a fragment: maps recursively, the lists Kubernetes merges by key (containers by
+    /// `name`, volumeMounts by `mountPath`, ...) item by item; other values replace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeMutation>,
     /// Remove every location the JSONPath selects.

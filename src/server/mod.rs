@@ -11,14 +11,16 @@
 //! - [`namespace_cache`]: Namespace metadata from list + watch, for namespace-aware policies.
 //! - [`namespace_supply`]: running that cache only while the policy set needs it.
 //! - [`kube_api`]: the Kubernetes API client (in-cluster, or `--kubeconfig`).
-//! - [`routes`]: `POST /mutate`.
+//! - [`routes`]: `POST /mutate`; [`deadline`]: its time budget; [`labels`]: its metric labels.
 //! - [`ops`]: `/healthz`, `/readyz`, `/metrics` on a plain-HTTP listener.
 //! - [`state`]: what handlers and reloaders share (policy set, readiness, metrics).
 //! - [`shutdown`]: SIGTERM and SIGINT.
 
 pub mod cert_reload;
 pub mod config;
+pub mod deadline;
 pub mod kube_api;
+pub mod labels;
 pub mod namespace_cache;
 pub mod namespace_supply;
 pub mod ops;
@@ -242,6 +244,7 @@ impl Acceptor {
             let watcher = graceful.watcher();
             tokio::spawn(async move {
                 let _permit = permit;
+                let _open = state.metrics.connection_opened();
                 let handshake =
                     tokio::time::timeout(limits.tls_handshake_timeout, tls.accept(stream));
                 let stream = match handshake.await {

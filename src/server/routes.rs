@@ -3,10 +3,14 @@
 //!
 //! Bad input is refused as cheaply as possible (method, content type and declared length
 //! before any body byte is read) and always with a JSON `{"error": "..."}` body.
+//!
+//! Each review is evaluated inside a `review` span carrying its uid, kind, object and the
+//! policy set's revision, so every line logged about it (including a panic) can be found
+//! by uid. A policy that failed is logged at warn with its field and reason.
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -14,12 +18,16 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode};
+use tracing::Instrument;
+use tracing::field::Empty;
 
 use super::config::Limits;
 use super::state::State;
-use crate::admission::{self, Reviewed};
-use crate::engine::Outcome;
+use super::{deadline, labels};
+use crate::admission::{self, AdmissionRequest, Reviewed};
+use crate::engine::{Outcome, PolicyResult};
 use crate::metrics::ErrorReason;
+use crate::policy::PolicySet;
 
 pub type Body = Full<Bytes>;
 
@@ -31,8 +39,9 @@ pub async fn handle(
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let (head, mut body) = request.into_parts();
-    let answer = tokio::time::timeout(limits.request_timeout, async {
-        let routed = route(&head, &mut body, &state, &limits, started).await;
+    let budget = deadline::budget(head.uri.query(), limits.request_timeout);
+    let answer = tokio::time::timeout(budget, async {
+        let routed = route(&head, &mut body, &state, &limits, started, budget).await;
         if let Err(refusal) = &routed
             && refusal.refused_unread()
         {
@@ -44,12 +53,7 @@ pub async fn handle(
     Ok(match answer {
         Ok(Ok(response)) => response,
         Ok(Err(refusal)) => refusal.into_response(&state),
-        Err(_) => Refusal::new(
-            ErrorReason::Timeout,
-            StatusCode::REQUEST_TIMEOUT,
-            "request not completed in time",
-        )
-        .into_response(&state),
+        Err(_) => Refusal::too_slow(budget).into_response(&state),
     })
 }
 
@@ -78,6 +82,7 @@ async fn route(
     state: &Arc<State>,
     limits: &Limits,
     started: Instant,
+    budget: Duration,
 ) -> Result<Response<Body>, Refusal> {
     if request.uri.path() != "/mutate" {
         return Err(Refusal::new(
@@ -133,15 +138,46 @@ async fn route(
     // hundreds of small values, and freeing them on another thread than the one that
     // allocated them cost a fifth of the server's CPU in the allocator's slow paths.
     let state = Arc::clone(state);
+    // At error level, so the warn and error lines about a review name it even where
+    // info is filtered out.
+    let span = tracing::error_span!(
+        "review",
+        uid = Empty,
+        kind = Empty,
+        object = Empty,
+        revision = Empty
+    );
+    let evaluating = span.clone();
     let answered = isolated(move || {
+        let _entered = evaluating.enter();
         // Exactly one load per request: the whole review sees one policy set.
         let set = state.policies.load();
+        evaluating.record("revision", set.revision());
         // The namespace cache while the set needs it; held until the review ends.
         let namespaces = state.namespaces_for(&set);
-        let reviewed = admission::review_lean(&body, &set, &namespaces)?;
-        record(&reviewed, &state, started);
-        Ok::<_, admission::BadReview>(reviewed.to_json())
+        let (review, namespace) =
+            admission::parse_lean(&body, &set, &namespaces).map_err(|error| {
+                Refusal::new(
+                    ErrorReason::BadReview,
+                    StatusCode::BAD_REQUEST,
+                    error.to_string(),
+                )
+            })?;
+        name_span(&evaluating, &review.request);
+        let reviewed = admission::answer(review, &namespace, &set);
+        if started.elapsed() > budget {
+            // The client has (or is about to have) the timeout answer instead.
+            tracing::warn!(
+                latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+                budget_ms = budget.as_secs_f64() * 1000.0,
+                "review finished after its deadline; its answer is not sent"
+            );
+            return Err(Refusal::too_slow(budget));
+        }
+        record(&reviewed, &state, &set, started);
+        Ok(reviewed.to_json())
     })
+    .instrument(span)
     .await
     .map_err(|()| {
         Refusal::new(
@@ -149,14 +185,7 @@ async fn route(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal error while evaluating the review",
         )
-    })?
-    .map_err(|error| {
-        Refusal::new(
-            ErrorReason::BadReview,
-            StatusCode::BAD_REQUEST,
-            error.to_string(),
-        )
-    })?;
+    })??;
     Ok(json_response(StatusCode::OK, answered))
 }
 
@@ -172,8 +201,37 @@ where
     })
 }
 
-/// One log line and the metrics of an answered review. Never logs the object itself.
-fn record(reviewed: &Reviewed, state: &State, started: Instant) {
+/// Names the review's span: uid, kind and `namespace/name` (object contents never).
+fn name_span(span: &tracing::Span, request: &AdmissionRequest) {
+    span.record("uid", request.uid.as_str());
+    span.record("kind", request.kind.kind.as_str());
+    let name = object_name(request, None).unwrap_or_default();
+    match request.namespace.as_deref() {
+        Some(namespace) if !namespace.is_empty() => {
+            span.record("object", format!("{namespace}/{name}"));
+        }
+        _ => {
+            span.record("object", name);
+        }
+    }
+}
+
+/// The request's name or, for an object the apiserver has not named yet, its
+/// `generateName` and `*` (read from `object`, or from `mutated` where it moved).
+fn object_name(request: &AdmissionRequest, mutated: Option<&serde_json::Value>) -> Option<String> {
+    request.name.clone().filter(|n| !n.is_empty()).or_else(|| {
+        request
+            .object
+            .as_ref()
+            .or(mutated)
+            .and_then(|object| object.pointer("/metadata/generateName"))
+            .and_then(|value| value.as_str())
+            .map(|prefix| format!("{prefix}*"))
+    })
+}
+
+/// The log lines and the metrics of an answered review. Never logs the object itself.
+fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant) {
     let request = &reviewed.review.request;
     let evaluation = &reviewed.evaluation;
     let seconds = started.elapsed().as_secs_f64();
@@ -189,10 +247,18 @@ fn record(reviewed: &Reviewed, state: &State, started: Instant) {
         state
             .metrics
             .policy_evaluated(&report.policy, report.result.label());
+        log_failure(&report.policy, &report.result);
     }
-    state
-        .metrics
-        .review_answered(&request.operation, &resource, decision, seconds);
+    state.metrics.review_answered(
+        labels::operation(&request.operation),
+        &labels::resource(
+            set,
+            &request.resource.resource,
+            request.sub_resource.as_deref().unwrap_or_default(),
+        ),
+        decision,
+        seconds,
+    );
     // The log line joins and formats several strings: skip building them when the
     // level is filtered out, as it is on the hot path of a quiet deployment.
     if !tracing::enabled!(tracing::Level::INFO) {
@@ -204,16 +270,8 @@ fn record(reviewed: &Reviewed, state: &State, started: Instant) {
         .map(|report| report.policy.as_str())
         .collect();
     let applied: Vec<&str> = evaluation.applied().collect();
-    let name = request.name.clone().filter(|n| !n.is_empty()).or_else(|| {
-        // The object moved into `mutated` when there is a patch.
-        request
-            .object
-            .as_ref()
-            .or(evaluation.mutated.as_ref())
-            .and_then(|object| object.pointer("/metadata/generateName"))
-            .and_then(|value| value.as_str())
-            .map(|prefix| format!("{prefix}*"))
-    });
+    // The object moved into `mutated` when there is a patch.
+    let name = object_name(request, evaluation.mutated.as_ref());
     tracing::info!(
         uid = %request.uid,
         kind = %request.kind.kind,
@@ -228,6 +286,23 @@ fn record(reviewed: &Reviewed, state: &State, started: Instant) {
         latency_ms = seconds * 1000.0,
         "admission review"
     );
+}
+
+/// A failed policy at warn: which policy, at which field, why, and what became of the
+/// review.
+fn log_failure(policy: &str, result: &PolicyResult) {
+    let (reason, message) = match result {
+        PolicyResult::Failed { reason } => (reason, "policy failed; review denied"),
+        PolicyResult::Ignored { reason } => (
+            reason,
+            "policy failed; skipped (failurePolicy Ignore), the review goes on without it",
+        ),
+        _ => return,
+    };
+    // The engine writes a failure as `FIELD: REASON`, the field a policy path such
+    // as `spec.mutations[0].value`, which never holds ": ".
+    let (field, reason) = reason.split_once(": ").unwrap_or(("", reason.as_str()));
+    tracing::warn!(policy, field, reason, "{message}");
 }
 
 /// `application/json`, with any parameters (`; charset=utf-8`).
@@ -262,6 +337,19 @@ impl Refusal {
             status,
             message: message.into(),
         }
+    }
+
+    /// The review did not finish within its `budget` ([`deadline::budget`]).
+    fn too_slow(budget: Duration) -> Refusal {
+        Refusal::new(
+            ErrorReason::Timeout,
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "review not completed within {} ms (the apiserver's ?timeout= less a margin, \
+                 at most --request-timeout)",
+                budget.as_millis()
+            ),
+        )
     }
 
     fn into_response(self, state: &State) -> Response<Body> {

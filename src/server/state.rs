@@ -59,12 +59,13 @@ impl State {
         let (revision, count) = (set.revision().to_string(), set.len());
         let previous = self.policies.swap(Arc::new(set));
         self.metrics.policy_set_installed(count, &revision);
-        self.readiness.policies.store(true, Ordering::SeqCst);
+        // Before the first set, the placeholder is empty: there is no previous revision.
+        let first = !self.readiness.policies.swap(true, Ordering::SeqCst);
         self.policy_reloads
             .send_modify(|status| status.revision.clone_from(&revision));
         tracing::info!(
             revision,
-            previous = previous.revision(),
+            previous = (!first).then(|| previous.revision()),
             policies = count,
             "policy set installed"
         );

@@ -95,7 +95,12 @@ pub struct SelfSigned {
     pub ca_pem: String,
 }
 
-/// Generates a throwaway CA and a certificate for `localhost` and `127.0.0.1`.
+/// How long the generated local certificate is valid.
+pub const SELF_SIGNED_VALIDITY: std::time::Duration =
+    std::time::Duration::from_secs(365 * 24 * 60 * 60);
+
+/// Generates a throwaway CA and a certificate for `localhost` and `127.0.0.1`, valid for
+/// [`SELF_SIGNED_VALIDITY`].
 pub fn self_signed() -> Result<SelfSigned, TlsError> {
     use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 
@@ -112,6 +117,14 @@ pub fn self_signed() -> Result<SelfSigned, TlsError> {
     leaf_params
         .distinguished_name
         .push(DnType::CommonName, "localhost");
+    // rcgen's default validity ends in the year 4096; a pair made afresh at every start
+    // needs a year at most, and the expiry metric then says something true.
+    let now = std::time::SystemTime::now();
+    leaf_params.not_before = now
+        .checked_sub(std::time::Duration::from_secs(60))
+        .unwrap_or(now)
+        .into();
+    leaf_params.not_after = now.checked_add(SELF_SIGNED_VALIDITY).unwrap_or(now).into();
     let leaf = leaf_params.signed_by(&leaf_key, &ca)?;
 
     let private_key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
@@ -258,6 +271,24 @@ mod tests {
             .self_signed(&key)
             .unwrap();
         (cert.pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn the_generated_certificate_is_valid_for_a_year() {
+        let generated = self_signed().unwrap();
+        let leaf = generated.key.end_entity_cert().unwrap();
+        let (_, cert) = x509_parser::parse_x509_certificate(leaf).unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let not_after = cert.validity().not_after.timestamp();
+        let year = SELF_SIGNED_VALIDITY.as_secs() as i64;
+        assert!(
+            (now + year - 120..=now + year + 120).contains(&not_after),
+            "expires at {not_after}, now {now}"
+        );
+        assert!(cert.validity().not_before.timestamp() <= now);
     }
 
     #[test]

@@ -323,6 +323,18 @@ pub fn config(policies: &Path, secret: &SecretDir) -> graft::server::Config {
     }
 }
 
+/// A server configuration for the example policies in `policies/`, on ephemeral loopback
+/// ports. The sidecar example reads namespace labels and there is no cluster here, so the
+/// namespaces come from the fixed set the golden suites use.
+pub fn example_config(secret: &SecretDir) -> graft::server::Config {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut config = config(&repo.join("policies"), secret);
+    config.namespaces = graft::server::config::NamespaceConfig::File(
+        repo.join("tests/policies/objects/namespaces.yaml"),
+    );
+    config
+}
+
 /// A started in-process server and the means to stop it.
 pub struct TestServer {
     pub running: graft::server::Running,
