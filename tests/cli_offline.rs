@@ -1,4 +1,4 @@
-//! `graft review`, `graft apply` and `graft test` through the real binary, on the
+//! `graft review`, `graft apply`, `graft explain` and `graft test` through the real binary, on the
 //! captured AdmissionReviews and the example policies.
 
 use std::io::Write;
@@ -326,4 +326,120 @@ fn graft_test_refuses_a_suite_with_a_mistyped_kind_or_field() {
         stderr.contains("typo.yaml") && stderr.contains("expected"),
         "{stderr}"
     );
+}
+
+#[test]
+fn explain_reports_what_review_does_for_a_captured_review() {
+    for name in [
+        "pod-create-multus-worker.json",
+        "pod-create-statefulset-web-3.json",
+        "node-status-update.json",
+    ] {
+        let (request, response) = review(name);
+        let path = format!("tests/fixtures/{name}");
+        let output = graft(
+            &[
+                "explain",
+                "--policies",
+                "policies/",
+                "--format",
+                "json",
+                &path,
+            ],
+            None,
+        );
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let explained: Value = serde_json::from_slice(&output.stdout).unwrap();
+        // The same decision and the same patch as the server's answer.
+        assert_eq!(explained["decision"], "allowed", "{name}: {explained}");
+        let mut object = request["request"]["object"].clone();
+        let patch: json_patch::Patch = serde_json::from_value(explained["patch"].clone()).unwrap();
+        json_patch::patch(&mut object, &patch).unwrap();
+        assert_eq!(object, patched(&request, &response), "{name}");
+        // Every policy of the set has a verdict, and the applied ones add up to the patch.
+        let policies = explained["policies"].as_array().unwrap();
+        assert_eq!(policies.len(), 4, "{name}: {explained}");
+        let mut by_policies = request["request"]["object"].clone();
+        for policy in policies {
+            match policy["result"].as_str().unwrap() {
+                "applied" => {
+                    let own: json_patch::Patch =
+                        serde_json::from_value(policy["patch"].clone()).unwrap();
+                    json_patch::patch(&mut by_policies, &own).unwrap();
+                }
+                "not matched" => assert!(
+                    policy["condition"]
+                        .as_str()
+                        .is_some_and(|c| c.contains(": want ")),
+                    "{name}: {policy}"
+                ),
+                other => panic!("{name}: unexpected {other}: {policy}"),
+            }
+        }
+        assert_eq!(by_policies, object, "{name}");
+    }
+}
+
+#[test]
+fn explain_text_names_the_condition_and_the_patch() {
+    let output = graft(
+        &[
+            "explain",
+            "--namespaces",
+            "tests/policies/objects/namespaces.yaml",
+            "-",
+        ],
+        Some(
+            b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: default\n  annotations: {sidecar-injector-webhook.morven.me/inject: 'yes'}\nspec:\n  containers: [{name: app, image: app:1}]\n",
+        ),
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "Pod default/web (CREATE core/v1/pods): allowed, 3 patch operations"
+    );
+    assert!(
+        lines.contains(
+            &"  multus-networks: not matched: match.namespaces: want dynamo-system, got default"
+        ),
+        "{text}"
+    );
+    assert!(lines.contains(&"  sidecar-injection: applied"), "{text}");
+    assert!(
+        lines.contains(&"      add /metadata/annotations/sidecar-injector-webhook.morven.me~1status = \"injected\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn apply_takes_an_admission_review_as_its_request() {
+    let (request, response) = review("pod-create-multus-worker.json");
+    let output = graft(
+        &[
+            "apply",
+            "--policies",
+            "policies/",
+            "-o",
+            "json",
+            "tests/fixtures/pod-create-multus-worker.json",
+        ],
+        None,
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let applied: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(applied, patched(&request, &response));
 }

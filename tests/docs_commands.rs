@@ -117,6 +117,25 @@ fn policy_guide_commands_work() {
         stdout.contains(r#"[{"op":"add","path":"/spec/nodeSelector","value":{"name":"node1"}}]"#),
         "{stdout}"
     );
+    // "Why was my object not mutated?": the namespace's missing label is named.
+    assert!(
+        stdout.contains(
+            "sidecar-injection: not matched: match.namespaceSelector sidecar-injection: want enabled, got nothing (labels of namespace plain)"
+        ),
+        "{stdout}"
+    );
+    // "Your first change, end to end": the changed alias made the multus cases outdated,
+    // --update rewrote them, and explain names the alias the captured pod no longer has.
+    assert!(
+        stdout.contains("cases rewritten to what the policies now do"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "multus-networks: not matched: match.fields[0] $.spec.nodeSelector['dynamo.nodeAlias']: want one of worker07, worker14, got worker06"
+        ),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod certs;
 pub mod completions;
+pub mod explain;
 pub mod input;
 mod kustomization;
 pub mod lint;
@@ -39,6 +40,8 @@ pub enum Command {
     Apply(apply::Args),
     /// Answer one AdmissionReview exactly as the server would.
     Review(review::Args),
+    /// Say what every policy did to objects, or which condition kept it out.
+    Explain(explain::Args),
     /// Run policy test suites.
     Test(test::Args),
     /// Generate a CA and a serving certificate for the webhook Service.
@@ -62,6 +65,7 @@ pub fn main() -> ExitCode {
         Command::Lint(args) => lint::run(args),
         Command::Apply(args) => apply::run(args),
         Command::Review(args) => review::run(args),
+        Command::Explain(args) => explain::run(args),
         Command::Test(args) => test::run(args),
         Command::Certs(args) => certs::run(args),
         Command::WebhookConfig(args) => webhook_config::run(args),

@@ -191,8 +191,10 @@ pub enum Blocker<'c> {
     Annotations,
     /// A field test on this path.
     Field(&'c JsonPath),
-    /// A CEL condition or an exclude block: it may read anything.
-    Anything,
+    /// `match.cel` did not hold: it may read anything.
+    MatchCel,
+    /// The `exclude` block held (its CEL condition too, if it has one).
+    Excluded,
 }
 
 impl Blocker<'_> {
@@ -202,7 +204,7 @@ impl Blocker<'_> {
             Blocker::Labels => touched.intersects(["metadata", "labels"]),
             Blocker::Annotations => touched.intersects(["metadata", "annotations"]),
             Blocker::Field(path) => touched.intersects(path.leading_keys()),
-            Blocker::Anything => touched.intersects([]),
+            Blocker::MatchCel | Blocker::Excluded => touched.intersects([]),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 mod diff;
 pub mod edit;
+pub mod explain;
 mod lookup;
 pub mod matching;
 pub mod path;
@@ -143,6 +144,37 @@ pub fn evaluate_in_place(
     namespace: &NamespaceData,
     policies: &PolicySet,
 ) -> Evaluation {
+    evaluate_observed(request, object, namespace, policies, &mut ())
+}
+
+/// Sees every look the evaluation takes at a policy, for `graft explain`. The server's
+/// evaluation uses `()`, which sees nothing and, being inlined away, costs nothing.
+trait Observer {
+    /// Before the policy runs, on the object as the earlier policies left it.
+    fn before(&mut self, policy: &CompiledPolicy, document: &Value);
+    /// After it ran: what it did, and the object as it left it.
+    fn after(
+        &mut self,
+        policy: &CompiledPolicy,
+        facts: &RequestFacts<'_>,
+        run: &PolicyRun<'_>,
+        document: &Value,
+    );
+}
+
+impl Observer for () {
+    fn before(&mut self, _: &CompiledPolicy, _: &Value) {}
+    fn after(&mut self, _: &CompiledPolicy, _: &RequestFacts<'_>, _: &PolicyRun<'_>, _: &Value) {}
+}
+
+/// [`evaluate_in_place`], showing each look at a policy to `observer`.
+fn evaluate_observed(
+    request: &AdmissionRequest,
+    object: &mut Option<Value>,
+    namespace: &NamespaceData,
+    policies: &PolicySet,
+    observer: &mut impl Observer,
+) -> Evaluation {
     let mut evaluation = Evaluation::allowed_unchanged();
     let Some(operation) = Operation::parse(&request.operation) else {
         return evaluation;
@@ -203,7 +235,9 @@ pub fn evaluate_in_place(
             }
             looked = true;
             seen[i] = Some(version);
+            observer.before(policy, working.document);
             let outcome = run_policy(policy, &facts, request, &shared, &mut working);
+            observer.after(policy, &facts, &outcome, working.document);
             blocked[i] = None;
             let (result, warning) = match outcome {
                 PolicyRun::NotForRequest => {
@@ -302,7 +336,9 @@ impl SelectorChanges {
         let slot = match blocker {
             Blocker::Labels => &mut self.labels,
             Blocker::Annotations => &mut self.annotations,
-            Blocker::Field(_) | Blocker::Anything => return blocker.may_have_changed(touched),
+            Blocker::Field(_) | Blocker::MatchCel | Blocker::Excluded => {
+                return blocker.may_have_changed(touched);
+            }
         };
         *slot.get_or_insert_with(|| blocker.may_have_changed(touched))
     }

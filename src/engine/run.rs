@@ -162,7 +162,7 @@ pub fn run_policy<'p>(
         },
     };
     if excluded_declaratively && policy.exclude.as_ref().is_some_and(|e| e.cel.is_none()) {
-        return PolicyRun::NotMatched(Blocker::Anything);
+        return PolicyRun::NotMatched(Blocker::Excluded);
     }
     if let Some(missing) = missing_namespace {
         return PolicyRun::Failed(missing);
@@ -189,8 +189,8 @@ pub fn run_policy<'p>(
             Scope::new(bindings, policy.needs)
         });
         match plan_policy(policy, excluded_declaratively, scope.as_mut()) {
-            Ok(Some(plan)) => plan,
-            Ok(None) => return PolicyRun::NotMatched(Blocker::Anything),
+            Ok(Ok(plan)) => plan,
+            Ok(Err(blocker)) => return PolicyRun::NotMatched(blocker),
             Err(error) => return PolicyRun::Failed(error),
         }
     };
@@ -237,24 +237,24 @@ pub fn run_policy<'p>(
 }
 
 /// Evaluates the CEL parts: match and exclude conditions, variables, validations,
-/// `when` guards and templates. `None` when the CEL conditions say the policy does
-/// not apply.
+/// `when` guards and templates. `Ok(Err(blocker))` when the CEL conditions say the
+/// policy does not apply.
 fn plan_policy<'p>(
     policy: &'p CompiledPolicy,
     excluded_declaratively: bool,
     mut scope: Option<&mut Scope<'_>>,
-) -> Result<Option<Vec<Planned<'p>>>, Failure> {
+) -> Result<Result<Vec<Planned<'p>>, Blocker<'p>>, Failure> {
     if let Some(condition) = &policy.matcher.cel
         && !condition_holds(scope.as_deref(), condition, "spec.match.cel")?
     {
-        return Ok(None);
+        return Ok(Err(Blocker::MatchCel));
     }
     if let Some(exclude) = &policy.exclude
         && excluded_declaratively
         && let Some(condition) = &exclude.cel
         && condition_holds(scope.as_deref(), condition, "spec.exclude.cel")?
     {
-        return Ok(None);
+        return Ok(Err(Blocker::Excluded));
     }
     for (i, variable) in policy.variables.iter().enumerate() {
         let field = format!("spec.variables[{i}] ({})", variable.name);
@@ -303,7 +303,7 @@ fn plan_policy<'p>(
             value,
         });
     }
-    Ok(Some(plan))
+    Ok(Ok(plan))
 }
 
 fn condition_holds(

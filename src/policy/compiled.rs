@@ -176,6 +176,25 @@ impl ResourceRule {
     }
 }
 
+/// As a policy writes it: `pods`, `nodes/status`, `apps/v1/statefulsets`.
+impl std::fmt::Display for ResourceRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_some() || self.version.is_some() {
+            let group = match self.group.as_deref() {
+                None => "*",
+                Some("") => "core",
+                Some(group) => group,
+            };
+            write!(f, "{group}/{}/", self.version.as_deref().unwrap_or("*"))?;
+        }
+        f.write_str(&self.resource)?;
+        match &self.subresource {
+            Some(subresource) => write!(f, "/{subresource}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A namespace name or a `*` glob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePattern(pub String);
@@ -321,6 +340,22 @@ pub struct CompiledPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resource_rules_print_as_written() {
+        for (text, printed) in [
+            ("pods", "pods"),
+            ("nodes/status", "nodes/status"),
+            ("apps/v1/statefulsets", "apps/v1/statefulsets"),
+            ("/v1/pods", "core/v1/pods"),
+            ("*/*/deployments/scale", "deployments/scale"),
+            ("apps/*/*", "apps/*/*"),
+        ] {
+            let rule = ResourceRule::parse(text).unwrap();
+            assert_eq!(rule.to_string(), printed);
+            assert_eq!(ResourceRule::parse(printed).unwrap(), rule);
+        }
+    }
 
     #[test]
     fn globs() {

@@ -1,0 +1,190 @@
+//! `graft explain`: for each object, what every policy did to it and, for each policy
+//! that did not apply, the first of its conditions that did not hold.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+use serde_json::{Value, json};
+
+use super::input::ObjectInput;
+use crate::admission::{self, AdmissionRequest};
+use crate::engine::Outcome;
+use crate::engine::explain::{Explanation, Verdict, explain};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line per policy, its patch operations indented under it.
+    #[default]
+    Text,
+    /// One JSON document per object.
+    Json,
+}
+
+/// Explain what the policies do to objects: for every policy, whether it applied and
+/// the patch it made, or the first condition that did not hold, or why it failed.
+///
+/// The evaluation is the server's, so what is reported as applied is what the webhook
+/// does. Exits 0 whatever the policies decide.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  graft explain pod.yaml\n  kubectl get pod web-0 -o yaml | graft explain --namespaces namespaces.yaml -\n  graft explain --operation UPDATE --resource nodes/status node.json\n  graft explain review.json    (an AdmissionReview, as the apiserver sent it)"
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub input: ObjectInput,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let input = args.input.read("graft-explain")?;
+    let mut stdout = std::io::stdout().lock();
+    for request in &input.requests {
+        let namespace =
+            admission::resolve_namespace(request, &input.set, input.namespaces.as_ref());
+        let explanation = explain(request, &namespace, &input.set);
+        match args.format {
+            Format::Text => stdout.write_all(text(request, &explanation).as_bytes())?,
+            Format::Json => {
+                serde_json::to_writer_pretty(&mut stdout, &json(request, &explanation))?;
+                writeln!(stdout)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `Pod dynamo/worker-0 (CREATE core/v1/pods): allowed, 2 patch operations`, then a
+/// line per policy.
+fn text(request: &AdmissionRequest, explanation: &Explanation) -> String {
+    let evaluation = &explanation.evaluation;
+    let decision = match &evaluation.outcome {
+        Outcome::Allowed => match evaluation.patch.0.len() {
+            0 => "allowed, unchanged".to_string(),
+            1 => "allowed, 1 patch operation".to_string(),
+            n => format!("allowed, {n} patch operations"),
+        },
+        Outcome::Denied { message } => format!("denied: {message}"),
+    };
+    let mut out = format!(
+        "{} ({} {}): {decision}\n",
+        object_name(request),
+        request.operation,
+        resource(request)
+    );
+    for policy in &explanation.policies {
+        out.push_str(&format!("  {}: {}", policy.policy, policy.verdict.label()));
+        match &policy.verdict {
+            Verdict::NotMatched { condition } => out.push_str(&format!(": {condition}\n")),
+            Verdict::Ignored { reason } | Verdict::Failed { reason } => {
+                out.push_str(&format!(": {reason}\n"));
+            }
+            Verdict::Applied { patch } | Verdict::Audited { patch } => {
+                out.push('\n');
+                for operation in &patch.0 {
+                    out.push_str(&format!("      {}\n", patch_line(operation)));
+                }
+            }
+            Verdict::Unchanged => out.push('\n'),
+        }
+    }
+    for warning in &evaluation.warnings {
+        out.push_str(&format!("  warning: {warning}\n"));
+    }
+    out
+}
+
+fn json(request: &AdmissionRequest, explanation: &Explanation) -> Value {
+    let evaluation = &explanation.evaluation;
+    let (decision, message) = match &evaluation.outcome {
+        Outcome::Allowed => ("allowed", None),
+        Outcome::Denied { message } => ("denied", Some(message.as_str())),
+    };
+    let policies: Vec<Value> = explanation
+        .policies
+        .iter()
+        .map(|policy| {
+            let mut entry = json!({
+                "policy": policy.policy,
+                "file": policy.file,
+                "result": policy.verdict.label(),
+            });
+            match &policy.verdict {
+                Verdict::NotMatched { condition } => entry["condition"] = json!(condition),
+                Verdict::Ignored { reason } | Verdict::Failed { reason } => {
+                    entry["reason"] = json!(reason);
+                }
+                Verdict::Applied { patch } | Verdict::Audited { patch } => {
+                    entry["patch"] = json!(patch);
+                }
+                Verdict::Unchanged => {}
+            }
+            entry
+        })
+        .collect();
+    json!({
+        "object": object_name(request),
+        "operation": request.operation,
+        "resource": resource(request),
+        "decision": decision,
+        "message": message,
+        "patch": evaluation.patch,
+        "warnings": evaluation.warnings,
+        "policies": policies,
+    })
+}
+
+/// `Kind namespace/name`, the name being `generateName*` when the object has none yet.
+fn object_name(request: &AdmissionRequest) -> String {
+    let object = request.object.as_ref().or(request.old_object.as_ref());
+    let metadata = |key: &str| {
+        object
+            .and_then(|o| o.pointer(&format!("/metadata/{key}")))
+            .and_then(Value::as_str)
+    };
+    let name = match (
+        request.name.as_deref(),
+        metadata("name"),
+        metadata("generateName"),
+    ) {
+        (Some(name), _, _) if !name.is_empty() => name.to_string(),
+        (_, Some(name), _) if !name.is_empty() => name.to_string(),
+        (_, _, Some(prefix)) => format!("{prefix}*"),
+        _ => "(unnamed)".to_string(),
+    };
+    match request.namespace.as_deref().filter(|n| !n.is_empty()) {
+        Some(namespace) => format!("{} {namespace}/{name}", request.kind.kind),
+        None => format!("{} {name}", request.kind.kind),
+    }
+}
+
+fn resource(request: &AdmissionRequest) -> String {
+    let group = if request.resource.group.is_empty() {
+        "core"
+    } else {
+        &request.resource.group
+    };
+    let mut text = format!(
+        "{group}/{}/{}",
+        request.resource.version, request.resource.resource
+    );
+    if let Some(sub) = request.sub_resource.as_deref().filter(|s| !s.is_empty()) {
+        text.push('/');
+        text.push_str(sub);
+    }
+    text
+}
+
+/// `add /metadata/labels/app = "web"`, `remove /spec/x`, `move /a -> /b`.
+fn patch_line(operation: &json_patch::PatchOperation) -> String {
+    use json_patch::PatchOperation as Op;
+    match operation {
+        Op::Add(op) => format!("add {} = {}", op.path, op.value),
+        Op::Replace(op) => format!("replace {} = {}", op.path, op.value),
+        Op::Test(op) => format!("test {} = {}", op.path, op.value),
+        Op::Remove(op) => format!("remove {}", op.path),
+        Op::Move(op) => format!("move {} -> {}", op.from, op.path),
+        Op::Copy(op) => format!("copy {} -> {}", op.from, op.path),
+    }
+}

@@ -1,0 +1,444 @@
+//! `graft explain`: the evaluation the server would make, and for every policy in the
+//! set why it did or did not change the object.
+//!
+//! The explanation rides on the real evaluation (through its [`Observer`]) rather than
+//! re-deciding anything: what it reports as applied, skipped or failed is what the
+//! server does. Only the wording of a condition that did not hold (which requirement,
+//! what was wanted, what the object has) is worked out here, on the object as the
+//! policy last saw it.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::lookup::child;
+use super::matching::{Blocker, RequestFacts, request_matches};
+use super::run::PolicyRun;
+use super::{Evaluation, Observer, PolicyResult, evaluate_observed};
+use crate::admission::AdmissionRequest;
+use crate::namespaces::NamespaceData;
+use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
+use crate::policy::{CompiledPolicy, PolicySet};
+
+/// The evaluation, and one verdict per policy of the set, in the set's order.
+#[derive(Debug)]
+pub struct Explanation {
+    pub evaluation: Evaluation,
+    pub policies: Vec<PolicyExplanation>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyExplanation {
+    pub policy: String,
+    /// The file the policy was loaded from.
+    pub file: String,
+    pub verdict: Verdict,
+}
+
+/// What became of one policy.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// It did not apply: the first of its conditions that did not hold, e.g.
+    /// `match.labels app: want web, got api`.
+    NotMatched { condition: String },
+    /// It changed the object by this patch (against the object as it found it).
+    Applied { patch: json_patch::Patch },
+    /// It matched and found the object already as it wants it.
+    Unchanged,
+    /// Audit mode: it would have applied this patch.
+    Audited { patch: json_patch::Patch },
+    /// It failed under `failurePolicy: Ignore` and was skipped.
+    Ignored { reason: String },
+    /// It failed under `failurePolicy: Fail`: the request is denied.
+    Failed { reason: String },
+}
+
+impl Verdict {
+    /// One word for the verdict, as `graft explain` prints it.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::NotMatched { .. } => "not matched",
+            Verdict::Applied { .. } => "applied",
+            Verdict::Unchanged => "unchanged",
+            Verdict::Audited { .. } => "audited",
+            Verdict::Ignored { .. } => "ignored",
+            Verdict::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// Evaluates `request` as [`super::evaluate`] does and explains every policy of the set.
+pub fn explain(
+    request: &AdmissionRequest,
+    namespace: &NamespaceData,
+    policies: &PolicySet,
+) -> Explanation {
+    let mut object = request.object.clone();
+    let mut explainer = Explainer::default();
+    let mut evaluation =
+        evaluate_observed(request, &mut object, namespace, policies, &mut explainer);
+    if !evaluation.patch.0.is_empty() {
+        evaluation.mutated = object;
+    }
+    let operation = Operation::parse(&request.operation);
+    let explained = policies
+        .policies()
+        .map(|policy| {
+            let report = evaluation
+                .policies
+                .iter()
+                .find(|report| report.policy == policy.name);
+            let looked = explainer.looks.remove(policy.name.as_str());
+            let verdict = match (report, looked) {
+                (Some(report), looked) => verdict_of(&report.result, looked),
+                (None, Some(Look::NotMatched(condition))) => Verdict::NotMatched { condition },
+                (None, _) => Verdict::NotMatched {
+                    condition: never_looked_at(policy, request, operation, namespace),
+                },
+            };
+            PolicyExplanation {
+                policy: policy.name.clone(),
+                file: policy.file.display().to_string(),
+                verdict,
+            }
+        })
+        .collect();
+    Explanation {
+        evaluation,
+        policies: explained,
+    }
+}
+
+/// What the observer saw at a policy's last look.
+#[derive(Debug)]
+enum Look {
+    NotMatched(String),
+    Changed(json_patch::Patch),
+    Other,
+}
+
+#[derive(Default)]
+struct Explainer {
+    /// The object before the policy now running, to diff against after it.
+    before: Option<Value>,
+    looks: HashMap<String, Look>,
+}
+
+impl Observer for Explainer {
+    fn before(&mut self, _policy: &CompiledPolicy, document: &Value) {
+        self.before = Some(document.clone());
+    }
+
+    fn after(
+        &mut self,
+        policy: &CompiledPolicy,
+        facts: &RequestFacts<'_>,
+        run: &PolicyRun<'_>,
+        document: &Value,
+    ) {
+        let look = match run {
+            PolicyRun::NotForRequest => Look::NotMatched(request_condition(policy, facts)),
+            PolicyRun::NotMatched(blocker) => {
+                Look::NotMatched(object_condition(policy, facts, *blocker, document))
+            }
+            PolicyRun::Applied => Look::Changed(
+                self.before
+                    .as_ref()
+                    .map(|before| json_patch::diff(before, document))
+                    .unwrap_or_default(),
+            ),
+            PolicyRun::Unchanged | PolicyRun::Audited(_) | PolicyRun::Failed(_) => Look::Other,
+        };
+        self.looks.insert(policy.name.clone(), look);
+    }
+}
+
+fn verdict_of(result: &PolicyResult, looked: Option<Look>) -> Verdict {
+    match result {
+        PolicyResult::Applied => Verdict::Applied {
+            patch: match looked {
+                Some(Look::Changed(patch)) => patch,
+                _ => json_patch::Patch(Vec::new()),
+            },
+        },
+        PolicyResult::Unchanged => Verdict::Unchanged,
+        PolicyResult::Audited { patch } => Verdict::Audited {
+            patch: patch.clone(),
+        },
+        PolicyResult::Ignored { reason } => Verdict::Ignored {
+            reason: reason.clone(),
+        },
+        PolicyResult::Failed { reason } => Verdict::Failed {
+            reason: reason.clone(),
+        },
+    }
+}
+
+/// Why the evaluation never ran a policy: it is not a candidate for the request, or the
+/// request ended the evaluation before it (no object, an unknown operation, a denial).
+fn never_looked_at(
+    policy: &CompiledPolicy,
+    request: &AdmissionRequest,
+    operation: Option<Operation>,
+    namespace: &NamespaceData,
+) -> String {
+    let Some(operation) = operation else {
+        return format!(
+            "the request's operation {:?} is none of CREATE, UPDATE, DELETE, CONNECT",
+            request.operation
+        );
+    };
+    let facts = RequestFacts::of(request, operation, namespace);
+    if !request_matches(&policy.matcher, &facts) {
+        return request_condition(policy, &facts);
+    }
+    if request.object.is_none() && request.old_object.is_none() {
+        return "the request carries neither object nor oldObject".to_string();
+    }
+    "not evaluated: an earlier policy failed and denied the request".to_string()
+}
+
+/// The first request condition (resources, operations, namespaces, namespace selector)
+/// that does not hold.
+fn request_condition(policy: &CompiledPolicy, facts: &RequestFacts<'_>) -> String {
+    let conditions = &policy.matcher;
+    let resource_holds = conditions.resources.is_empty()
+        || conditions.resources.iter().any(|rule| {
+            rule.matches(
+                facts.group,
+                facts.version,
+                facts.resource,
+                facts.subresource,
+            )
+        });
+    if !resource_holds {
+        let want: Vec<String> = conditions
+            .resources
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        return format!(
+            "match.resources: want {}, got {}",
+            either(&want),
+            requested_resource(facts)
+        );
+    }
+    if !(conditions.operations.is_empty() || conditions.operations.contains(facts.operation)) {
+        let want: Vec<String> = conditions
+            .operations
+            .iter()
+            .map(|operation| operation.as_str().to_string())
+            .collect();
+        return format!(
+            "match.operations: want {}, got {}",
+            either(&want),
+            facts.operation.as_str()
+        );
+    }
+    if !(conditions.namespaces.is_empty()
+        || conditions
+            .namespaces
+            .iter()
+            .any(|pattern| pattern.matches(facts.namespace)))
+    {
+        let want: Vec<String> = conditions.namespaces.iter().map(|p| p.0.clone()).collect();
+        let got = if facts.namespace.is_empty() {
+            "no namespace (a cluster-scoped object)".to_string()
+        } else {
+            facts.namespace.to_string()
+        };
+        return format!("match.namespaces: want {}, got {got}", either(&want));
+    }
+    namespace_selector_condition(conditions, facts)
+        .unwrap_or_else(|| "the request is not the policy's".to_string())
+}
+
+/// What the request's namespace lacks for `match.namespaceSelector`.
+fn namespace_selector_condition(
+    conditions: &Conditions,
+    facts: &RequestFacts<'_>,
+) -> Option<String> {
+    let requirements = conditions.namespace_selector.as_ref()?;
+    let namespace = facts.namespace_data.known(facts.namespace).ok()?;
+    let unmet = first_unmet(requirements, |key| {
+        namespace.labels.get(key).map(String::as_str)
+    })?;
+    Some(format!(
+        "match.namespaceSelector {unmet} (labels of namespace {})",
+        facts.namespace
+    ))
+}
+
+/// The condition on the object that kept the policy out.
+fn object_condition(
+    policy: &CompiledPolicy,
+    facts: &RequestFacts<'_>,
+    blocker: Blocker<'_>,
+    object: &Value,
+) -> String {
+    let conditions = &policy.matcher;
+    match blocker {
+        Blocker::Labels => {
+            if let Some(unmet) = first_unmet(&conditions.labels, |key| {
+                metadata_string(object, "labels", key)
+            }) {
+                return format!("match.labels {unmet}");
+            }
+            // A Namespace is matched on its own labels by the namespace selector.
+            let unmet = conditions.namespace_selector.as_ref().and_then(|selector| {
+                first_unmet(selector, |key| metadata_string(object, "labels", key))
+            });
+            match unmet {
+                Some(unmet) => {
+                    format!("match.namespaceSelector {unmet} (the Namespace's own labels)")
+                }
+                None => "match.labels".to_string(),
+            }
+        }
+        Blocker::Annotations => first_unmet(&conditions.annotations, |key| {
+            metadata_string(object, "annotations", key)
+        })
+        .map_or_else(
+            || "match.annotations".to_string(),
+            |unmet| format!("match.annotations {unmet}"),
+        ),
+        Blocker::Field(path) => conditions
+            .fields
+            .iter()
+            .find(|test| std::ptr::eq(&test.path, path))
+            .map_or_else(
+                || format!("match.fields {}", path.source()),
+                |test| field_condition(test, object),
+            ),
+        Blocker::MatchCel => match &conditions.cel {
+            Some(cel) => format!("match.cel is false: {}", cel.source()),
+            None => "match.cel".to_string(),
+        },
+        Blocker::Excluded => excluded_condition(policy, facts),
+    }
+}
+
+fn excluded_condition(policy: &CompiledPolicy, facts: &RequestFacts<'_>) -> String {
+    let Some(exclude) = &policy.exclude else {
+        return "exclude".to_string();
+    };
+    let mut held = Vec::new();
+    if !exclude.resources.is_empty() {
+        held.push(format!("resources is {}", requested_resource(facts)));
+    }
+    if !exclude.operations.is_empty() {
+        held.push(format!("operation is {}", facts.operation.as_str()));
+    }
+    if !exclude.namespaces.is_empty() {
+        held.push(format!("namespace is {}", facts.namespace));
+    }
+    if exclude.namespace_selector.is_some() {
+        held.push("namespaceSelector holds".to_string());
+    }
+    if !exclude.labels.is_empty() {
+        held.push("labels hold".to_string());
+    }
+    if !exclude.annotations.is_empty() {
+        held.push("annotations hold".to_string());
+    }
+    for test in &exclude.fields {
+        held.push(format!("{} holds", test.path.source()));
+    }
+    if let Some(cel) = &exclude.cel {
+        held.push(format!("cel is true: {}", cel.source()));
+    }
+    format!(
+        "excluded: every condition of exclude holds ({})",
+        held.join("; ")
+    )
+}
+
+/// The first requirement of a label selector that `get` does not meet, worded as
+/// `KEY: want ..., got ...`.
+fn first_unmet<'m>(
+    requirements: &[Requirement],
+    get: impl Fn(&str) -> Option<&'m str>,
+) -> Option<String> {
+    requirements.iter().find_map(|requirement| {
+        let (key, want, holds) = match requirement {
+            Requirement::In(key, values) => (
+                key,
+                either(values),
+                get(key).is_some_and(|v| values.iter().any(|x| x == v)),
+            ),
+            Requirement::NotIn(key, values) => (
+                key,
+                format!("anything but {}", either(values)),
+                get(key).is_none_or(|v| values.iter().all(|x| x != v)),
+            ),
+            Requirement::Exists(key) => (key, "it set".to_string(), get(key).is_some()),
+            Requirement::DoesNotExist(key) => (key, "it unset".to_string(), get(key).is_none()),
+        };
+        (!holds).then(|| format!("{key}: want {want}, got {}", got(get(key))))
+    })
+}
+
+fn field_condition(test: &FieldTest, object: &Value) -> String {
+    let field = test.field.strip_prefix("spec.").unwrap_or(&test.field);
+    let field = field.strip_suffix(".path").unwrap_or(field);
+    let want = match &test.check {
+        FieldCheck::Equals(value) => compact(value),
+        FieldCheck::In(values) => either(&values.iter().map(compact).collect::<Vec<_>>()),
+        FieldCheck::NotIn(values) => format!(
+            "anything but {}",
+            either(&values.iter().map(compact).collect::<Vec<_>>())
+        ),
+        FieldCheck::Exists => "it set".to_string(),
+        FieldCheck::NotExists => "it unset".to_string(),
+        FieldCheck::Regex(regex) => format!("a match of /{}/", regex.as_str()),
+    };
+    let selected = test.path.select(object).unwrap_or_default();
+    let got = match selected.as_slice() {
+        [] => "nothing".to_string(),
+        [one] => compact(one),
+        many => many
+            .iter()
+            .map(|v| compact(v))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    format!("{field} {}: want {want}, got {got}", test.path.source())
+}
+
+fn metadata_string<'v>(object: &'v Value, map: &str, key: &str) -> Option<&'v str> {
+    child(child(child(object, "metadata")?, map)?, key)?.as_str()
+}
+
+/// `group/version/resource[/subresource]`, the core group written `core`.
+fn requested_resource(facts: &RequestFacts<'_>) -> String {
+    let group = if facts.group.is_empty() {
+        "core"
+    } else {
+        facts.group
+    };
+    let mut text = format!("{group}/{}/{}", facts.version, facts.resource);
+    if !facts.subresource.is_empty() {
+        text.push('/');
+        text.push_str(facts.subresource);
+    }
+    text
+}
+
+fn either(values: &[String]) -> String {
+    match values {
+        [] => "nothing".to_string(),
+        [one] => one.clone(),
+        many => format!("one of {}", many.join(", ")),
+    }
+}
+
+fn got(value: Option<&str>) -> String {
+    value.map_or_else(|| "nothing".to_string(), str::to_string)
+}
+
+fn compact(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,312 @@
+//! `engine::explain`: every policy of the set gets a verdict, and a policy that did not
+//! apply names the first condition that did not hold, with what it wanted and what the
+//! request or object has. The policies are this file's own.
+
+use std::path::Path;
+
+use graft::engine::Outcome;
+use graft::engine::explain::{Explanation, Verdict, explain};
+use graft::namespaces::{Namespace, NamespaceData};
+use graft::offline::{RequestOptions, request_for};
+use graft::policy::PolicySet;
+use serde_json::{Value, json};
+
+fn policy(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "graft.dev/v1alpha1",
+        "kind": "MutationPolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+fn load(policies: &[Value]) -> PolicySet {
+    let text = policies
+        .iter()
+        .map(|p| serde_json::to_string(p).expect("json"))
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    match graft::policy::load_str(Path::new("explain.yaml"), &text) {
+        Ok(loaded) => loaded.set,
+        Err(findings) => panic!("{findings:?}"),
+    }
+}
+
+fn pod(labels: Value, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-0", "namespace": "apps", "labels": labels, "annotations": annotations},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+    })
+}
+
+fn run(set: &PolicySet, object: Value, operation: &str, namespace: &NamespaceData) -> Explanation {
+    let options = RequestOptions {
+        operation: operation.to_string(),
+        namespace: None,
+        resource: None,
+        old_object: None,
+    };
+    let request = request_for(object, &options, "explain-test");
+    explain(&request, namespace, set)
+}
+
+fn verdict<'e>(explanation: &'e Explanation, name: &str) -> &'e Verdict {
+    &explanation
+        .policies
+        .iter()
+        .find(|p| p.policy == name)
+        .unwrap_or_else(|| panic!("no verdict for {name}: {explanation:?}"))
+        .verdict
+}
+
+fn condition(explanation: &Explanation, name: &str) -> String {
+    match verdict(explanation, name) {
+        Verdict::NotMatched { condition } => condition.clone(),
+        other => panic!("{name}: expected not matched, got {other:?}"),
+    }
+}
+
+fn set_label(value: &str) -> Value {
+    json!([{"set": {"path": "$.metadata.labels.touched", "value": value}}])
+}
+
+#[test]
+fn each_kind_of_condition_is_named_with_want_and_got() {
+    let set = load(&[
+        policy(
+            "nodes-only",
+            json!({"match": {"resources": ["nodes/status"]}, "mutations": set_label("a")}),
+        ),
+        policy(
+            "updates-only",
+            json!({"match": {"resources": ["pods"], "operations": ["UPDATE", "DELETE"]}, "mutations": set_label("a")}),
+        ),
+        policy(
+            "other-namespaces",
+            json!({"match": {"resources": ["pods"], "namespaces": ["team-*", "prod"]}, "mutations": set_label("a")}),
+        ),
+        policy(
+            "workers",
+            json!({"match": {"resources": ["pods"], "labels": {"role": "worker"}}, "mutations": set_label("a")}),
+        ),
+        policy(
+            "not-frontends",
+            json!({"match": {"resources": ["pods"], "labelSelector": {"matchExpressions": [
+                {"key": "role", "operator": "NotIn", "values": ["frontend"]}]}},
+                "mutations": set_label("a")}),
+        ),
+        policy(
+            "gpu-annotated",
+            json!({"match": {"resources": ["pods"], "annotationSelector": {"matchExpressions": [
+                {"key": "gpu", "operator": "Exists"}]}}, "mutations": set_label("a")}),
+        ),
+        policy(
+            "image-test",
+            json!({"match": {"resources": ["pods"], "fields": [
+                {"path": "$.spec.containers[*].image", "equals": "nginx:1"}]},
+                "mutations": set_label("a")}),
+        ),
+        policy(
+            "cel-false",
+            json!({"match": {"resources": ["pods"], "cel": "object.metadata.name == 'other'"},
+                "mutations": set_label("a")}),
+        ),
+    ]);
+    let explanation = run(
+        &set,
+        pod(json!({"role": "frontend"}), json!({})),
+        "CREATE",
+        &NamespaceData::NotLookedUp,
+    );
+    assert_eq!(explanation.evaluation.outcome, Outcome::Allowed);
+    assert!(explanation.evaluation.patch.0.is_empty());
+    assert_eq!(explanation.policies.len(), 8, "one verdict per policy");
+    assert_eq!(
+        condition(&explanation, "nodes-only"),
+        "match.resources: want nodes/status, got core/v1/pods"
+    );
+    assert_eq!(
+        condition(&explanation, "updates-only"),
+        "match.operations: want one of UPDATE, DELETE, got CREATE"
+    );
+    assert_eq!(
+        condition(&explanation, "other-namespaces"),
+        "match.namespaces: want one of team-*, prod, got apps"
+    );
+    assert_eq!(
+        condition(&explanation, "workers"),
+        "match.labels role: want worker, got frontend"
+    );
+    assert_eq!(
+        condition(&explanation, "not-frontends"),
+        "match.labels role: want anything but frontend, got frontend"
+    );
+    assert_eq!(
+        condition(&explanation, "gpu-annotated"),
+        "match.annotations gpu: want it set, got nothing"
+    );
+    assert_eq!(
+        condition(&explanation, "image-test"),
+        "match.fields[0] $.spec.containers[*].image: want nginx:1, got app:1"
+    );
+    assert_eq!(
+        condition(&explanation, "cel-false"),
+        "match.cel is false: object.metadata.name == 'other'"
+    );
+}
+
+#[test]
+fn applied_policies_show_their_own_patch_and_exclusions_say_what_held() {
+    let set = load(&[
+        policy(
+            "first",
+            json!({"order": 1, "match": {"resources": ["pods"]}, "mutations": set_label("first")}),
+        ),
+        policy(
+            "second",
+            json!({"order": 2, "match": {"resources": ["pods"]},
+                "mutations": [{"set": {"path": "$.metadata.annotations.second", "value": "yes"}}]}),
+        ),
+        policy(
+            "already",
+            json!({"order": 3, "match": {"resources": ["pods"]},
+                "mutations": [{"set": {"path": "$.metadata.labels.role", "value": "worker"}}]}),
+        ),
+        policy(
+            "excluded",
+            json!({"match": {"resources": ["pods"]},
+                "exclude": {"labels": {"role": "worker"}},
+                "mutations": set_label("excluded")}),
+        ),
+        policy(
+            "excluded-by-cel",
+            json!({"match": {"resources": ["pods"]},
+                "exclude": {"cel": "object.metadata.name.startsWith('web')"},
+                "mutations": set_label("excluded")}),
+        ),
+    ]);
+    let explanation = run(
+        &set,
+        pod(json!({"role": "worker"}), json!({})),
+        "CREATE",
+        &NamespaceData::NotLookedUp,
+    );
+    let Verdict::Applied { patch } = verdict(&explanation, "first") else {
+        panic!("{explanation:?}");
+    };
+    assert_eq!(
+        serde_json::to_value(patch).expect("json"),
+        json!([{"op": "add", "path": "/metadata/labels/touched", "value": "first"}])
+    );
+    let Verdict::Applied { patch } = verdict(&explanation, "second") else {
+        panic!("{explanation:?}");
+    };
+    // Only what `second` did, not what `first` did before it.
+    assert_eq!(
+        serde_json::to_value(patch).expect("json"),
+        json!([{"op": "add", "path": "/metadata/annotations/second", "value": "yes"}])
+    );
+    assert_eq!(verdict(&explanation, "already"), &Verdict::Unchanged);
+    assert_eq!(
+        condition(&explanation, "excluded"),
+        "excluded: every condition of exclude holds (labels hold)"
+    );
+    assert_eq!(
+        condition(&explanation, "excluded-by-cel"),
+        "excluded: every condition of exclude holds (cel is true: object.metadata.name.startsWith('web'))"
+    );
+    assert_eq!(explanation.evaluation.patch.0.len(), 2);
+}
+
+#[test]
+fn failures_and_the_policies_a_denial_cut_short() {
+    let set = load(&[
+        policy(
+            "skipped",
+            json!({"order": 1, "failurePolicy": "Ignore", "match": {"resources": ["pods"]},
+                "mutations": [{"set": {"path": "$.metadata.labels.x", "value": "{{ object.missing.field }}"}}]}),
+        ),
+        policy(
+            "denies",
+            json!({"order": 2, "failurePolicy": "Fail", "match": {"resources": ["pods"]},
+                "validations": [{"expression": "false", "message": "never"}],
+                "mutations": set_label("x")}),
+        ),
+        policy(
+            "after",
+            json!({"order": 3, "match": {"resources": ["pods"]}, "mutations": set_label("after")}),
+        ),
+    ]);
+    let explanation = run(
+        &set,
+        pod(json!({}), json!({})),
+        "CREATE",
+        &NamespaceData::NotLookedUp,
+    );
+    assert!(matches!(
+        explanation.evaluation.outcome,
+        Outcome::Denied { .. }
+    ));
+    let Verdict::Ignored { reason } = verdict(&explanation, "skipped") else {
+        panic!("{explanation:?}");
+    };
+    assert!(reason.contains("spec.mutations[0]"), "{reason}");
+    let Verdict::Failed { reason } = verdict(&explanation, "denies") else {
+        panic!("{explanation:?}");
+    };
+    assert!(reason.contains("never"), "{reason}");
+    assert_eq!(
+        condition(&explanation, "after"),
+        "not evaluated: an earlier policy failed and denied the request"
+    );
+}
+
+#[test]
+fn the_namespace_selector_names_the_namespace_and_its_missing_label() {
+    let set = load(&[policy(
+        "injected",
+        json!({"match": {"resources": ["pods"], "namespaceSelector": {"matchLabels": {"inject": "enabled"}}},
+            "mutations": set_label("a")}),
+    )]);
+    let namespace = NamespaceData::Known(std::sync::Arc::new(Namespace {
+        name: "apps".to_string(),
+        labels: [("inject".to_string(), "disabled".to_string())]
+            .into_iter()
+            .collect(),
+        annotations: Default::default(),
+    }));
+    let explanation = run(&set, pod(json!({}), json!({})), "CREATE", &namespace);
+    assert_eq!(
+        condition(&explanation, "injected"),
+        "match.namespaceSelector inject: want enabled, got disabled (labels of namespace apps)"
+    );
+}
+
+#[test]
+fn explaining_evaluates_exactly_as_the_server_does() {
+    let set = load(&[
+        policy(
+            "a",
+            json!({"order": 1, "match": {"resources": ["pods"]}, "mutations": set_label("a")}),
+        ),
+        policy(
+            "b",
+            json!({"order": 2, "match": {"resources": ["pods"], "labels": {"touched": "a"}},
+                "mutations": [{"set": {"path": "$.metadata.annotations.b", "value": "seen a"}}]}),
+        ),
+    ]);
+    let object = pod(json!({}), json!({}));
+    let options = RequestOptions {
+        operation: "CREATE".to_string(),
+        namespace: None,
+        resource: None,
+        old_object: None,
+    };
+    let request = request_for(object, &options, "explain-test");
+    let explained = explain(&request, &NamespaceData::NotLookedUp, &set);
+    let evaluated = graft::engine::evaluate(&request, &NamespaceData::NotLookedUp, &set);
+    assert_eq!(explained.evaluation, evaluated);
+    assert!(matches!(verdict(&explained, "b"), Verdict::Applied { .. }));
+}
