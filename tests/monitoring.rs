@@ -331,12 +331,13 @@ fn dashboard_queries() -> Vec<(String, String)> {
     queries
 }
 
-/// A server with the example policies, after one review, one refusal and one reload
+/// A server with the test fixture policies, after one review, one refusal and one reload
 /// attempt, so every label graft uses has a series.
 async fn scrape_after_traffic() -> Result<String> {
     let pki = Pki::new("test CA")?;
     let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
-    let server = start(example_config(&secret)).await?;
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/policies");
+    let server = start(config(&policies, &secret)).await?;
     let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
     let mut sender = http1(connect(server.running.addr, client).await?).await?;
     let body = std::fs::read(

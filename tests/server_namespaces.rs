@@ -78,14 +78,18 @@ fn an_invalid_namespaces_file_is_named() {
     );
 }
 
-/// The sidecar example injects only in namespaces labelled `sidecar-injection: enabled`:
+/// A policy that injects only in namespaces labelled `sidecar-injection: enabled`:
 /// served from a file, `default` is labelled and `plain` is not.
 #[tokio::test]
 async fn a_namespaces_file_is_served() -> Result {
     tokio::time::timeout(DEADLINE, async {
         let pki = Pki::new("test apiserver CA")?;
         let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
-        let server = start(example_config(&secret)).await?;
+        let mut config = config(&repo().join("tests/fixtures/namespace-policies"), &secret);
+        config.namespaces = graft::server::config::NamespaceConfig::File(
+            repo().join("tests/policies/objects/namespaces.yaml"),
+        );
+        let server = start(config).await?;
         assert_eq!(get(server.running.metrics_addr, "/readyz").await?.0, 200);
         let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
         for (namespace, injected) in [("default", true), ("plain", false)] {
