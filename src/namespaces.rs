@@ -70,7 +70,7 @@ impl NamespaceData {
 }
 
 /// Where namespace data comes from.
-pub trait NamespaceSource: Send + Sync {
+pub trait NamespaceSource: Send + Sync + std::fmt::Debug {
     /// The data of the namespace called `name`.
     fn namespace_data(&self, name: &str) -> NamespaceData;
 }

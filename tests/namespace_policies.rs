@@ -77,7 +77,7 @@ fn namespaces() -> NamespaceMap {
 }
 
 /// Counts lookups, answering from [`namespaces`].
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Counting {
     lookups: AtomicUsize,
 }

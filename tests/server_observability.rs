@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -209,14 +208,7 @@ struct Logs {
 
 impl Logs {
     fn next_where(&self, wanted: impl Fn(&Value) -> bool) -> Result<Value> {
-        loop {
-            let line = self.lines.recv_timeout(DEADLINE)?;
-            if let Ok(value) = serde_json::from_str::<Value>(&line)
-                && wanted(&value)
-            {
-                return Ok(value);
-            }
-        }
+        next_log_where(&self.lines, wanted)
     }
 }
 
@@ -242,18 +234,7 @@ fn serve_with_json_logs(policies: &Path, secret: &SecretDir) -> Result<Logs> {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let (line_tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(|l| l.ok())
-        {
-            if line_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = log_lines(&mut child)?;
     Ok(Logs { child, lines })
 }
 

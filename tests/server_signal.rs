@@ -3,7 +3,6 @@
 
 mod support;
 
-use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
@@ -12,14 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Waits (bounded) for a JSON log line whose message is `message`.
 fn wait_for_log(lines: &mpsc::Receiver<String>, message: &str) -> Result<serde_json::Value> {
-    loop {
-        let line = lines.recv_timeout(DEADLINE)?;
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line)
-            && value["message"] == message
-        {
-            return Ok(value);
-        }
-    }
+    next_log_where(lines, |line| line["message"] == message)
 }
 
 #[tokio::test]
@@ -41,18 +33,7 @@ async fn sigterm_finishes_in_flight_requests_and_exits_zero() -> Result {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let (line_tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(|l| l.ok())
-        {
-            if line_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = log_lines(&mut child)?;
 
     let outcome = async {
         let serving = wait_for_log(&lines, "graft serving")?;

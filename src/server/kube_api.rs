@@ -32,6 +32,16 @@ pub enum ConnectError {
     Client { cause: kube::Error },
 }
 
+/// Whether an in-cluster configuration failed because graft is not in a pod at all
+/// (kubelet sets `KUBERNETES_SERVICE_HOST` in every container), rather than because a
+/// pod lacks its token or CA, which is a deployment error.
+pub fn outside_a_pod(cause: &kube::config::InClusterError) -> bool {
+    matches!(
+        cause,
+        kube::config::InClusterError::ReadEnvironmentVariable(std::env::VarError::NotPresent)
+    )
+}
+
 /// A client for the in-cluster API, or for the current context of `kubeconfig`.
 pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, ConnectError> {
     let config = match kubeconfig {

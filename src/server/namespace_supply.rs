@@ -7,7 +7,10 @@
 //! graft talk to the Kubernetes API at all.
 //!
 //! With `--namespaces FILE` the namespaces come from that file instead, read once at
-//! startup, and the API is never contacted.
+//! startup, and the API is never contacted. Outside a pod with neither that nor
+//! `--kubeconfig` there is no namespace data: the server still starts (a local
+//! `graft serve` on the examples just works), says so in its log, and a policy that needs
+//! the data fails by its `failurePolicy` with a message naming both flags.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +22,7 @@ use super::State;
 use super::config::NamespaceConfig;
 use super::kube_api::{self, ConnectError};
 use super::namespace_cache::NamespaceCache;
-use crate::namespaces::{NamespaceMap, NamespacesError, read_namespaces};
+use crate::namespaces::{NamespaceMap, NamespacesError, NoNamespaces, read_namespaces};
 use crate::policy::PolicySet;
 
 /// Why the `--namespaces` file cannot be served.
@@ -41,6 +44,11 @@ pub enum NamespacesFileError {
 /// installing the set that needs it anyway (`/readyz` then reports not ready until the
 /// list arrives).
 pub const RELOAD_SYNC_WAIT: Duration = Duration::from_secs(10);
+
+/// Why a policy has no namespace data when graft serves outside a cluster unconfigured.
+const OUTSIDE_A_CLUSTER: &str = "graft serve runs outside a Kubernetes pod without namespace data: \
+     pass --kubeconfig FILE (or GRAFT_KUBECONFIG) to read the namespaces of a cluster, or \
+     --namespaces FILE to serve fixed Namespace objects";
 
 /// Whether `set` has a policy that needs the request namespace's data.
 pub fn needed_by(set: &PolicySet) -> bool {
@@ -86,7 +94,21 @@ impl NamespaceSupply {
         if !needed_by(set) || fixed || self.state.namespace_cache.load().is_some() {
             return Ok(());
         }
-        let client = kube_api::client(self.kubeconfig.as_deref()).await?;
+        let client = match kube_api::client(self.kubeconfig.as_deref()).await {
+            Ok(client) => client,
+            Err(ConnectError::NotInCluster { cause }) if kube_api::outside_a_pod(&cause) => {
+                tracing::warn!(
+                    "the policy set needs namespace data, but graft runs outside a Kubernetes \
+                     pod without --kubeconfig or --namespaces: policies that read namespace \
+                     labels fail by their failurePolicy"
+                );
+                let _ = self.state.fixed_namespaces.set(Arc::new(NoNamespaces {
+                    hint: OUTSIDE_A_CLUSTER,
+                }));
+                return Ok(());
+            }
+            Err(error) => return Err(error),
+        };
         let cache = Arc::new(NamespaceCache::start(
             client,
             self.state.metrics.clone(),

@@ -16,7 +16,7 @@ use super::namespace_supply;
 use super::policy_reload::PolicyReloadStatus;
 use super::tls::CertResolver;
 use crate::metrics::Metrics;
-use crate::namespaces::{NamespaceData, NamespaceMap, NamespaceSource, NoNamespaces};
+use crate::namespaces::{NamespaceData, NamespaceSource, NoNamespaces};
 use crate::policy::PolicySet;
 
 /// Shared server state. Cheap to clone through `Arc<State>`.
@@ -27,8 +27,10 @@ pub struct State {
     /// The namespace cache, present while the active set needs namespace data
     /// (started and stopped by [`super::namespace_supply::NamespaceSupply`]).
     pub namespace_cache: ArcSwapOption<NamespaceCache>,
-    /// Namespaces read from `--namespaces FILE`, which replace the cache when set.
-    pub fixed_namespaces: std::sync::OnceLock<Arc<NamespaceMap>>,
+    /// Namespace data that does not come from the API, which replaces the cache when
+    /// set: the namespaces of `--namespaces FILE`, or none at all when graft runs outside
+    /// a cluster with neither that nor `--kubeconfig`.
+    pub fixed_namespaces: std::sync::OnceLock<Arc<dyn NamespaceSource>>,
     pub metrics: Arc<Metrics>,
     pub readiness: Readiness,
     /// The serving certificate; `None` until TLS is configured.
@@ -106,7 +108,7 @@ impl State {
 pub enum ReviewNamespaces {
     NotNeeded,
     Cache(Arc<NamespaceCache>),
-    Fixed(Arc<NamespaceMap>),
+    Fixed(Arc<dyn NamespaceSource>),
 }
 
 impl NamespaceSource for ReviewNamespaces {

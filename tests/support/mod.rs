@@ -359,3 +359,41 @@ impl TestServer {
 }
 
 pub mod reload;
+
+/// The lines a `graft serve` child writes to standard output (its log, with
+/// `--log-format json`), read on a thread of their own so the child never blocks on a
+/// full pipe.
+pub fn log_lines(child: &mut std::process::Child) -> Result<std::sync::mpsc::Receiver<String>> {
+    use std::io::BufRead;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("the child's stdout is not piped")?;
+    let (line_tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(|line| line.ok())
+        {
+            if line_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(lines)
+}
+
+/// Waits (bounded by [`DEADLINE`]) for the next JSON log line `wanted` accepts.
+pub fn next_log_where(
+    lines: &std::sync::mpsc::Receiver<String>,
+    wanted: impl Fn(&serde_json::Value) -> bool,
+) -> Result<serde_json::Value> {
+    loop {
+        let line = lines.recv_timeout(DEADLINE)?;
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line)
+            && wanted(&value)
+        {
+            return Ok(value);
+        }
+    }
+}
