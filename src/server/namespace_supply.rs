@@ -86,7 +86,8 @@ impl NamespaceSupply {
         if !needed_by(set) || fixed || self.state.namespace_cache.load().is_some() {
             return Ok(());
         }
-        let client = kube_api::client(self.kubeconfig.as_deref()).await?;
+        let client =
+            kube_api::client(self.kubeconfig.as_deref(), kube_api::Purpose::Namespaces).await?;
         let cache = Arc::new(NamespaceCache::start(
             client,
             self.state.metrics.clone(),
