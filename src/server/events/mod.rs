@@ -19,7 +19,7 @@ pub mod series;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as KubeEvent;
@@ -82,11 +82,7 @@ impl EventSink {
             metrics: metrics.clone(),
             failing: false,
         };
-        let bucket = TokenBucket::new(
-            config.per_second,
-            config.burst,
-            tokio::time::Instant::now().into_std(),
-        );
+        let bucket = TokenBucket::new(config.per_second, config.burst, Instant::now());
         tracing::info!(
             queue = config.queue,
             per_second = config.per_second,
@@ -152,7 +148,7 @@ async fn run(
             _ = shutdown.wait_for(|stop| *stop) => break,
         };
         for write in writes {
-            while let Err(wait) = bucket.take(tokio::time::Instant::now().into_std()) {
+            while let Err(wait) = bucket.take(Instant::now()) {
                 tokio::select! {
                     () = tokio::time::sleep(wait) => {}
                     _ = shutdown.wait_for(|stop| *stop) => return,
