@@ -805,8 +805,8 @@ fn wait_for_event(
 
 /// `graft serve --events` with the events component's RBAC (rendered from
 /// deploy/components/events): a mutated pod gets a Mutated Event, a pod created by
-/// `generateName` one regarding its prefix, a denied pod a Denied Warning, and its
-/// repeat a series of two. Without the RBAC, reviews still succeed and the failed
+/// `generateName` one regarding its prefix, a denied pod a Denied Warning, its repeat a
+/// series of two, and a third repeat is only counted. Without the RBAC, reviews still succeed and the failed
 /// writes are counted.
 fn events_recorded(env: &Env) -> Result {
     let (ns, ns_without) = ("e2e-events", "e2e-events-norbac");
@@ -924,6 +924,13 @@ fn events_recorded(env: &Env) -> Result {
             .is_some_and(|note| note.contains("e2e-deny")),
         "{warning}"
     );
+    // A third denial only counts: the series' count is written later, at most once a
+    // minute.
+    let refused = env.cluster.create(&denied);
+    assert!(refused.is_err(), "the third denied pod was admitted");
+    poll(WAIT, "the third denial to be aggregated", || {
+        Ok((graft.metric("graft_events_total{result=\"aggregated\"}")? >= 1.0).then_some(()))
+    })?;
     assert!(graft.metric("graft_events_total{result=\"sent\"}")? >= 4.0);
     assert_eq!(graft.metric("graft_events_total{result=\"failed\"}")?, 0.0);
     assert_eq!(graft.metric("graft_events_total{result=\"dropped\"}")?, 0.0);
