@@ -122,6 +122,37 @@ impl ReloadResult {
     }
 }
 
+/// What became of one Kubernetes Event graft meant to record (`graft_events_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventResult {
+    /// Written to the API: an Event created, or a series' count patched.
+    Sent,
+    /// A repeat folded into its series' count, written later with the series.
+    Aggregated,
+    /// Never recorded: the events queue was full, so the review did not wait.
+    Dropped,
+    /// The API refused or did not answer the write.
+    Failed,
+}
+
+impl EventResult {
+    const ALL: [EventResult; 4] = [
+        EventResult::Sent,
+        EventResult::Aggregated,
+        EventResult::Dropped,
+        EventResult::Failed,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            EventResult::Sent => "sent",
+            EventResult::Aggregated => "aggregated",
+            EventResult::Dropped => "dropped",
+            EventResult::Failed => "failed",
+        }
+    }
+}
+
 /// Every metric graft exports, and the registry that encodes them.
 #[derive(Debug)]
 pub struct Metrics {
@@ -142,6 +173,7 @@ pub struct Metrics {
     namespace_watch_restarts: Counter,
     namespaces_cached: Gauge,
     connections: Gauge,
+    events: Family<ResultLabels, Counter>,
 }
 
 impl Metrics {
@@ -161,6 +193,7 @@ impl Metrics {
         let namespace_watch_restarts = Counter::default();
         let namespaces_cached = Gauge::default();
         let connections = Gauge::default();
+        let events = Family::<ResultLabels, Counter>::default();
         let build = Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]);
 
         // prometheus-client appends `_total` to counters and `_info` to info metrics.
@@ -239,6 +272,13 @@ impl Metrics {
             "Open connections on the admission listener (limited by --max-connections)",
             connections.clone(),
         );
+        // Registered with or without --events, like the namespace cache's metrics.
+        registry.register(
+            "graft_events",
+            "Kubernetes Events (serve --events), by result: sent, aggregated into a \
+             series, dropped (queue full) or failed",
+            events.clone(),
+        );
         registry.register("graft_build", "Build information", build);
 
         // Counters of closed label sets start at zero, so the first error is an increase
@@ -254,6 +294,11 @@ impl Metrics {
             };
             let _ = policy_reloads.get_or_create(&labels);
             let _ = tls_reloads.get_or_create(&labels);
+        }
+        for result in EventResult::ALL {
+            let _ = events.get_or_create(&ResultLabels {
+                result: result.as_str().to_string(),
+            });
         }
 
         Metrics {
@@ -273,7 +318,16 @@ impl Metrics {
             namespace_watch_restarts,
             namespaces_cached,
             connections,
+            events,
         }
+    }
+
+    pub fn event(&self, result: EventResult) {
+        self.events
+            .get_or_create(&ResultLabels {
+                result: result.as_str().to_string(),
+            })
+            .inc();
     }
 
     /// Records one answered review.

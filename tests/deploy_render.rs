@@ -613,3 +613,63 @@ fn monitoring_renders_and_scrapes_the_metrics_port() {
         .expect("dashboard");
     assert_eq!(dashboard["data"]["graft.json"], json.as_str());
 }
+
+/// The opt-in events component, added to the base as the comment in its kustomization
+/// shows: graft gets `--events` and may create and patch events.k8s.io Events, nothing
+/// more; the base alone has neither.
+#[test]
+fn events_component_adds_the_flag_and_only_event_writes() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    copy_tree(&repo().join("deploy"), &scratch.path().join("deploy"));
+    copy_tree(&repo().join("policies"), &scratch.path().join("policies"));
+    let with_events = scratch.path().join("with-events");
+    std::fs::create_dir(&with_events).expect("create dir");
+    std::fs::write(
+        with_events.join("kustomization.yaml"),
+        "resources: [../deploy]\ncomponents: [../deploy/components/events]\n",
+    )
+    .expect("write kustomization");
+    let objects = kustomize(&with_events);
+    let args = |objects: &[Value]| -> Vec<String> {
+        strings(&find(objects, "Deployment", "graft")["spec"]["template"]["spec"]["containers"][0]["args"])
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    };
+    assert!(
+        args(&objects).iter().any(|arg| arg == "--events"),
+        "{:?}",
+        args(&objects)
+    );
+    let base = kustomize(&repo().join("deploy"));
+    assert!(!args(&base).iter().any(|arg| arg == "--events"));
+    assert!(
+        !base
+            .iter()
+            .any(|o| o["metadata"]["name"] == "graft-events-recorder"),
+        "the base grants no event writes"
+    );
+
+    let role = find(&objects, "ClusterRole", "graft-events-recorder");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{
+            "apiGroups": ["events.k8s.io"],
+            "resources": ["events"],
+            "verbs": ["create", "patch"],
+        }]),
+        "graft writes Events and nothing else"
+    );
+    let binding = find(&objects, "ClusterRoleBinding", "graft-events-recorder");
+    assert_eq!(binding["roleRef"]["name"], "graft-events-recorder");
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "graft", "namespace": "graft"}])
+    );
+    // The namespace reader is untouched.
+    let reader = find(&objects, "ClusterRole", "graft-namespace-reader");
+    assert_eq!(
+        reader["rules"][0]["verbs"],
+        serde_json::json!(["get", "list", "watch"])
+    );
+}

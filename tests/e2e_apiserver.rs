@@ -48,6 +48,10 @@ const TESTS: &[(&str, Test)] = &[
         namespaces_live,
     ),
     ("without_the_rbac_graft_never_gets_ready", without_rbac),
+    (
+        "events_are_recorded_for_mutated_and_denied_pods",
+        events_recorded,
+    ),
 ];
 
 fn main() {
@@ -178,6 +182,16 @@ impl Env {
     }
 
     fn graft(&self, name: &str, policies: &Path, kubeconfig: Option<&Path>) -> Result<Graft> {
+        self.graft_with(name, policies, kubeconfig, &[])
+    }
+
+    fn graft_with(
+        &self,
+        name: &str,
+        policies: &Path,
+        kubeconfig: Option<&Path>,
+        extra_args: &[&str],
+    ) -> Result<Graft> {
         Graft::start(&GraftOptions {
             name,
             policies,
@@ -185,6 +199,7 @@ impl Env {
             key: &self.key,
             kubeconfig,
             log_dir: self.cluster.dir.path(),
+            extra_args,
         })
     }
 
@@ -731,6 +746,232 @@ fn without_rbac(env: &Env) -> Result {
     );
     let log = graft.log();
     assert!(log.contains("forbidden"), "{}", graft.log_tail());
+    graft.stop();
+    Ok(())
+}
+
+/// Denies pods labelled `graft-e2e/deny: "yes"`: its value reads a field pods do not
+/// have, and the policy fails closed.
+const DENY_POLICY: &str = r#"
+apiVersion: graft.dev/v1alpha1
+kind: MutationPolicy
+metadata:
+  name: e2e-deny
+spec:
+  failurePolicy: Fail
+  match:
+    resources: [pods]
+    operations: [CREATE]
+    labels: {graft-e2e/deny: "yes"}
+  mutations:
+    - set:
+        path: $.metadata.labels.missing
+        value: "{{ object.spec.noSuchField.value }}"
+"#;
+
+/// The events.k8s.io Events in `namespace`.
+fn events_in(env: &Env, namespace: &str) -> Result<Vec<Value>> {
+    let out =
+        env.cluster
+            .kubectl(&["-n", namespace, "get", "events.events.k8s.io", "-o", "json"])?;
+    let list: Value = serde_json::from_str(&out)?;
+    Ok(list["items"].as_array().cloned().unwrap_or_default())
+}
+
+/// Waits for graft's Event with `reason` about the pod `name` (or `generateName`) in
+/// `namespace` for which `also` holds.
+fn wait_for_event(
+    env: &Env,
+    namespace: &str,
+    reason: &str,
+    name: &str,
+    also: impl Fn(&Value) -> bool,
+) -> Result<Value> {
+    poll(
+        WAIT,
+        &format!("a {reason} Event about {namespace}/{name}"),
+        || {
+            Ok(events_in(env, namespace)?.into_iter().find(|event| {
+                event["reason"] == reason
+                    && event["reportingController"] == "graft"
+                    && event["regarding"]["kind"] == "Pod"
+                    && event["regarding"]["name"] == name
+                    && event["regarding"]["namespace"] == namespace
+                    && also(event)
+            }))
+        },
+    )
+}
+
+/// `graft serve --events` with the events component's RBAC (rendered from
+/// deploy/components/events): a mutated pod gets a Mutated Event, a pod created by
+/// `generateName` one regarding its prefix, a denied pod a Denied Warning, its repeat a
+/// series of two, and a third repeat is only counted. Without the RBAC, reviews still succeed and the failed
+/// writes are counted.
+fn events_recorded(env: &Env) -> Result {
+    let (ns, ns_without) = ("e2e-events", "e2e-events-norbac");
+    for namespace in [ns, ns_without] {
+        env.cluster.create_namespace(namespace)?;
+    }
+    // The component's ClusterRole and binding, exactly as kustomize renders them.
+    let scratch = tempfile::tempdir()?;
+    fs_util::copy_tree(&env.repo.join("deploy"), &scratch.path().join("deploy"));
+    fs_util::copy_tree(&env.repo.join("policies"), &scratch.path().join("policies"));
+    let with_events = scratch.path().join("with-events");
+    std::fs::create_dir(&with_events)?;
+    std::fs::write(
+        with_events.join("kustomization.yaml"),
+        "resources: [../deploy]\ncomponents: [../deploy/components/events]\n",
+    )?;
+    let rendered = env
+        .cluster
+        .kubectl(&["kustomize", &with_events.display().to_string()])?;
+    let rbac: Vec<Value> = yaml_documents(&rendered)?
+        .into_iter()
+        .filter(|o| o["metadata"]["name"] == "graft-events-recorder")
+        .collect();
+    if rbac.len() != 2 {
+        return Err(format!("the events component renders {} RBAC objects", rbac.len()).into());
+    }
+    env.cluster
+        .apply_json(&json!({"apiVersion": "v1", "kind": "List", "items": rbac}))?;
+
+    let policies = tempfile::tempdir()?;
+    std::fs::write(policies.path().join("seen.yaml"), SEEN_POLICY)?;
+    std::fs::write(policies.path().join("deny.yaml"), DENY_POLICY)?;
+    let started = Instant::now();
+    let graft = env.graft_with(
+        "events",
+        policies.path(),
+        Some(&env.graft_kubeconfig),
+        &["--events"],
+    )?;
+    poll(WAIT, "graft ready", || Ok(graft.ready().then_some(())))?;
+    env.register("events", &graft, policies.path(), &[ns])?;
+    // A dry run is reviewed but records nothing.
+    wait_until_called(env, &pod(ns, "probe", "events", json!({})), |p| {
+        p["metadata"]["labels"]["graft-e2e/seen"] == "yes"
+    })?;
+
+    // Mutated: a named pod, regarded by namespace, kind and name; no uid at CREATE.
+    let created = env
+        .cluster
+        .create(&pod(ns, "mutated-0", "events", json!({})))?;
+    assert_eq!(created["metadata"]["labels"]["graft-e2e/seen"], "yes");
+    let mutated = wait_for_event(env, ns, "Mutated", "mutated-0", |_| true)?;
+    assert_eq!(mutated["type"], "Normal", "{mutated}");
+    assert_eq!(mutated["action"], "Review", "{mutated}");
+    assert_eq!(mutated["regarding"]["apiVersion"], "v1", "{mutated}");
+    assert!(mutated["regarding"]["uid"].is_null(), "{mutated}");
+    assert!(
+        mutated["note"]
+            .as_str()
+            .is_some_and(|note| note.contains("e2e-seen") && note.contains("patch operation")),
+        "{mutated}"
+    );
+    assert!(mutated["reportingInstance"].is_string(), "{mutated}");
+    // The two ways docs/operations.md gives to find them.
+    let listed = env
+        .cluster
+        .kubectl(&["events", "-n", ns, "--for", "pod/mutated-0"])?;
+    assert!(listed.contains("Mutated"), "{listed}");
+    let selected: Value = serde_json::from_str(&env.cluster.kubectl(&[
+        "get",
+        "events",
+        "-n",
+        ns,
+        "--field-selector",
+        "reportingComponent=graft",
+        "-o",
+        "json",
+    ])?)?;
+    assert!(
+        selected["items"]
+            .as_array()
+            .is_some_and(|items| !items.is_empty()),
+        "{selected}"
+    );
+
+    // A pod named by the apiserver after admission: regarded by its generateName.
+    let mut generated = pod(ns, "unused", "events", json!({}));
+    generated["metadata"]
+        .as_object_mut()
+        .ok_or("metadata")?
+        .remove("name");
+    generated["metadata"]["generateName"] = json!("gen-");
+    env.cluster.create(&generated)?;
+    wait_for_event(env, ns, "Mutated", "gen-", |_| true)?;
+
+    // Denied, twice: one Warning Event with the message, then its series.
+    let denied = pod(
+        ns,
+        "denied-0",
+        "events",
+        json!({"metadata": {"labels": {"graft-e2e/deny": "yes"}}}),
+    );
+    for _ in 0..2 {
+        let refused = env.cluster.create(&denied);
+        let error = refused.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("e2e-deny"), "not denied: {error}");
+    }
+    let warning = wait_for_event(env, ns, "Denied", "denied-0", |event| {
+        event["series"]["count"] == 2
+    })?;
+    assert_eq!(warning["type"], "Warning", "{warning}");
+    assert!(
+        warning["note"]
+            .as_str()
+            .is_some_and(|note| note.contains("e2e-deny")),
+        "{warning}"
+    );
+    // A third denial only counts: the series' count is written later, at most once a
+    // minute.
+    let refused = env.cluster.create(&denied);
+    assert!(refused.is_err(), "the third denied pod was admitted");
+    poll(WAIT, "the third denial to be aggregated", || {
+        Ok((graft.metric("graft_events_total{result=\"aggregated\"}")? >= 1.0).then_some(()))
+    })?;
+    assert!(graft.metric("graft_events_total{result=\"sent\"}")? >= 4.0);
+    assert_eq!(graft.metric("graft_events_total{result=\"failed\"}")?, 0.0);
+    assert_eq!(graft.metric("graft_events_total{result=\"dropped\"}")?, 0.0);
+    eprintln!(
+        "events: graft started, reviewed and recorded 4 Events in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    graft.stop();
+
+    // Without the component's RBAC: reviews succeed, the writes fail and are counted.
+    let kubeconfig =
+        env.cluster
+            .kubeconfig_for("nobody-events", &env.cluster.server, e2e::NOBODY_TOKEN)?;
+    let seen_only = tempfile::tempdir()?;
+    std::fs::write(seen_only.path().join("seen.yaml"), SEEN_POLICY)?;
+    let graft = env.graft_with(
+        "events-nobody",
+        seen_only.path(),
+        Some(&kubeconfig),
+        &["--events"],
+    )?;
+    poll(WAIT, "graft ready", || Ok(graft.ready().then_some(())))?;
+    env.register("events-nobody", &graft, seen_only.path(), &[ns_without])?;
+    let probe = pod(ns_without, "probe", "events-nobody", json!({}));
+    wait_until_called(env, &probe, |p| {
+        p["metadata"]["labels"]["graft-e2e/seen"] == "yes"
+    })?;
+    let created = env
+        .cluster
+        .create(&pod(ns_without, "mutated-0", "events-nobody", json!({})))?;
+    assert_eq!(created["metadata"]["labels"]["graft-e2e/seen"], "yes");
+    poll(WAIT, "the forbidden Event write to be counted", || {
+        Ok((graft.metric("graft_events_total{result=\"failed\"}")? >= 1.0).then_some(()))
+    })?;
+    assert_eq!(graft.metric("graft_events_total{result=\"sent\"}")?, 0.0);
+    assert!(
+        graft.log().contains("cannot record an Event"),
+        "{}",
+        graft.log_tail()
+    );
+    assert!(events_in(env, ns_without)?.is_empty());
     graft.stop();
     Ok(())
 }

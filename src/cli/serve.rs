@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::server::config::{NamespaceConfig, parse_duration};
+use crate::server::config::{EventsConfig, NamespaceConfig, parse_duration};
 use crate::server::{self, CertSource, Config, Limits, StartError};
 use crate::watch::{WatchConfig, WatchMode};
 
@@ -74,15 +74,21 @@ pub struct Flags {
     /// Scan period for --watch poll.
     #[arg(long, env = "GRAFT_POLL_INTERVAL", default_value = "1s", value_parser = parse_duration)]
     pub poll_interval: Duration,
-    /// Kubeconfig for reading namespaces when running outside a cluster. Used only while
-    /// a policy has a namespaceSelector or reads namespaceObject; without it graft uses
-    /// its pod's ServiceAccount (the in-cluster configuration).
-    #[arg(long, env = "GRAFT_KUBECONFIG", conflicts_with = "namespaces")]
+    /// Kubeconfig for the Kubernetes API when running outside a cluster: for reading
+    /// namespaces (only while a policy has a namespaceSelector or reads namespaceObject,
+    /// and not with --namespaces) and for --events. Without it graft uses its pod's
+    /// ServiceAccount (the in-cluster configuration).
+    #[arg(long, env = "GRAFT_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
     /// Serve namespace data from this file of Namespace objects (`kubectl get ns -o
     /// yaml`) instead of the Kubernetes API, for local runs. Read once at startup.
     #[arg(long, value_name = "FILE")]
     pub namespaces: Option<PathBuf>,
+    /// Record Kubernetes Events on the objects graft mutates (reason Mutated) or denies
+    /// (reason Denied), off the request path: needs create and patch on events
+    /// (deploy/components/events).
+    #[arg(long, env = "GRAFT_EVENTS")]
+    pub events: bool,
     /// Lint the policy directory and exit.
     #[arg(long)]
     pub lint: bool,
@@ -146,6 +152,9 @@ fn config(args: Flags) -> Config {
             poll_interval: args.poll_interval,
             ..WatchConfig::default()
         },
+        events: args
+            .events
+            .then(|| EventsConfig::new(args.kubeconfig.clone())),
         namespaces: match args.namespaces {
             Some(file) => NamespaceConfig::File(file),
             None => NamespaceConfig::Api {

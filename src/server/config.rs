@@ -54,6 +54,35 @@ pub struct Config {
     pub watch: WatchConfig,
     /// Where namespace data comes from while the policy set needs it.
     pub namespaces: NamespaceConfig,
+    /// Kubernetes Events about the reviews (`--events`); `None`: no Events, and no
+    /// client for them.
+    pub events: Option<EventsConfig>,
+}
+
+/// Where and how fast graft records Kubernetes Events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventsConfig {
+    /// `None`: the in-cluster configuration.
+    pub kubeconfig: Option<PathBuf>,
+    /// Notices waiting for the events task; a review that finds the queue full drops
+    /// its notice rather than wait.
+    pub queue: usize,
+    /// Writes to the Events API per second, on average.
+    pub per_second: f64,
+    /// Writes allowed at once after a quiet spell.
+    pub burst: u32,
+}
+
+impl EventsConfig {
+    /// The defaults, writing through the in-cluster configuration or `kubeconfig`.
+    pub fn new(kubeconfig: Option<PathBuf>) -> EventsConfig {
+        EventsConfig {
+            kubeconfig,
+            queue: 1024,
+            per_second: 10.0,
+            burst: 25,
+        }
+    }
 }
 
 /// Where the server gets the namespace data that `namespaceSelector` and

@@ -1,4 +1,4 @@
-//! Connecting to the Kubernetes API, for the namespace cache.
+//! Connecting to the Kubernetes API, for the namespace cache and for Events.
 //!
 //! Inside a cluster graft uses its pod's ServiceAccount (the in-cluster configuration:
 //! `KUBERNETES_SERVICE_HOST`/`_PORT` and the token and CA under
@@ -8,23 +8,52 @@
 
 use std::path::{Path, PathBuf};
 
+/// What graft needs the API for, named in the error when it cannot have it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    Namespaces,
+    Events,
+}
+
+impl Purpose {
+    fn need(self) -> &'static str {
+        match self {
+            Purpose::Namespaces => {
+                "the policy set needs namespace data (a namespaceSelector or namespaceObject)"
+            }
+            Purpose::Events => "--events records Kubernetes Events through the API",
+        }
+    }
+
+    fn alternative(self) -> &'static str {
+        match self {
+            Purpose::Namespaces => ", or --namespaces FILE to serve fixed Namespace objects",
+            Purpose::Events => ", or leave --events off",
+        }
+    }
+}
+
 /// Why no Kubernetes API client could be made. The message carries the cause's text
 /// (and is the whole chain), so a log line with just the error says everything.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     #[error(
-        "the policy set needs namespace data (a namespaceSelector or namespaceObject), \
-         but graft is not running in a Kubernetes pod ({cause}): outside a cluster, pass \
-         --kubeconfig FILE (or set GRAFT_KUBECONFIG), or --namespaces FILE to serve fixed \
-         Namespace objects"
+        "{}, but graft is not running in a Kubernetes pod ({cause}): outside a cluster, \
+         pass --kubeconfig FILE (or set GRAFT_KUBECONFIG){}",
+        purpose.need(),
+        purpose.alternative()
     )]
-    NotInCluster { cause: kube::config::InClusterError },
+    NotInCluster {
+        purpose: Purpose,
+        cause: kube::config::InClusterError,
+    },
     #[error(
-        "the policy set needs namespace data (a namespaceSelector or namespaceObject), \
-         but the kubeconfig {path} cannot be used ({cause}): check the file and its \
-         current context"
+        "{}, but the kubeconfig {path} cannot be used ({cause}): check the file and its \
+         current context",
+        purpose.need()
     )]
     Kubeconfig {
+        purpose: Purpose,
         path: PathBuf,
         cause: kube::config::KubeconfigError,
     },
@@ -43,11 +72,16 @@ pub fn outside_a_pod(cause: &kube::config::InClusterError) -> bool {
 }
 
 /// A client for the in-cluster API, or for the current context of `kubeconfig`.
-pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, ConnectError> {
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    purpose: Purpose,
+) -> Result<kube::Client, ConnectError> {
     let config = match kubeconfig {
-        None => kube::Config::incluster().map_err(|cause| ConnectError::NotInCluster { cause })?,
+        None => kube::Config::incluster()
+            .map_err(|cause| ConnectError::NotInCluster { purpose, cause })?,
         Some(path) => {
             let kubeconfig_error = |cause| ConnectError::Kubeconfig {
+                purpose,
                 path: path.to_path_buf(),
                 cause,
             };
@@ -66,12 +100,29 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_kubeconfig_names_the_file_and_the_fix() {
-        let error = client(Some(Path::new("/nonexistent/graft-kubeconfig")))
-            .await
-            .err()
-            .map(|error| error.to_string())
-            .unwrap_or_default();
+        let error = client(
+            Some(Path::new("/nonexistent/graft-kubeconfig")),
+            Purpose::Namespaces,
+        )
+        .await
+        .err()
+        .map(|error| error.to_string())
+        .unwrap_or_default();
         assert!(error.contains("/nonexistent/graft-kubeconfig"), "{error}");
         assert!(error.contains("namespaceSelector"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn an_events_client_error_names_events() {
+        let error = client(
+            Some(Path::new("/nonexistent/graft-kubeconfig")),
+            Purpose::Events,
+        )
+        .await
+        .err()
+        .map(|error| error.to_string())
+        .unwrap_or_default();
+        assert!(error.contains("--events"), "{error}");
+        assert!(!error.contains("namespaceSelector"), "{error}");
     }
 }

@@ -11,6 +11,7 @@
 //! - [`namespace_cache`]: Namespace metadata from list + watch, for namespace-aware policies.
 //! - [`namespace_supply`]: running that cache only while the policy set needs it.
 //! - [`kube_api`]: the Kubernetes API client (in-cluster, or `--kubeconfig`).
+//! - [`events`]: Kubernetes Events about reviews (`--events`), recorded off the request path.
 //! - [`routes`]: `POST /mutate`; [`deadline`]: its time budget; [`labels`]: its metric labels.
 //! - [`ops`]: `/healthz`, `/readyz`, `/metrics` on a plain-HTTP listener.
 //! - [`state`]: what handlers and reloaders share (policy set, readiness, metrics).
@@ -19,6 +20,7 @@
 pub mod cert_reload;
 pub mod config;
 pub mod deadline;
+pub mod events;
 pub mod kube_api;
 pub mod labels;
 pub mod namespace_cache;
@@ -70,7 +72,7 @@ pub enum StartError {
     #[error(transparent)]
     Watch(#[from] crate::watch::WatchError),
     #[error(transparent)]
-    Namespaces(#[from] kube_api::ConnectError),
+    KubeApi(#[from] kube_api::ConnectError),
     #[error(transparent)]
     NamespacesFile(#[from] namespace_supply::NamespacesFileError),
 }
@@ -129,6 +131,14 @@ pub async fn start(
     // reports it.
     namespaces.prepare(&loaded.set, Duration::ZERO).await?;
     state.install_policies(loaded.set);
+    // Asked for and impossible is fatal, as for namespace data; without --events no
+    // client is made at all.
+    if let Some(events) = &config.events {
+        let client =
+            kube_api::client(events.kubeconfig.as_deref(), kube_api::Purpose::Events).await?;
+        let sink = events::EventSink::start(client, events, state.metrics.clone(), stopped.clone());
+        let _ = state.events.set(sink);
+    }
     PolicyReloader {
         paths: config.policies.clone(),
         state: state.clone(),

@@ -94,9 +94,10 @@ impl NamespaceSupply {
         if !needed_by(set) || fixed || self.state.namespace_cache.load().is_some() {
             return Ok(());
         }
-        let client = match kube_api::client(self.kubeconfig.as_deref()).await {
+        let purpose = kube_api::Purpose::Namespaces;
+        let client = match kube_api::client(self.kubeconfig.as_deref(), purpose).await {
             Ok(client) => client,
-            Err(ConnectError::NotInCluster { cause }) if kube_api::outside_a_pod(&cause) => {
+            Err(ConnectError::NotInCluster { cause, .. }) if kube_api::outside_a_pod(&cause) => {
                 tracing::warn!(
                     "the policy set needs namespace data, but graft runs outside a Kubernetes \
                      pod without --kubeconfig or --namespaces: policies that read namespace \

@@ -175,6 +175,10 @@ async fn route(
             return Err(Refusal::too_slow(budget));
         }
         record(&reviewed, &state, &set, started);
+        // A non-blocking hand-over: a full events queue drops the Event, never waits.
+        if let Some(events) = state.events.get() {
+            events.offer(&reviewed);
+        }
         Ok(reviewed.to_json())
     })
     .instrument(span)

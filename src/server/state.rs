@@ -1,5 +1,6 @@
 //! What the running server shares with its request handlers and with reloaders: the
-//! active policy set, the namespace cache, readiness, metrics and the serving certificate.
+//! active policy set, the namespace cache, readiness, metrics, the serving certificate and
+//! the events queue.
 //!
 //! A policy reloader plugs in with [`State::install_policies`]: build and validate the new
 //! set off the request path, then install it; every request does exactly one `load` of
@@ -11,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arc_swap::{ArcSwap, ArcSwapOption};
 
 use super::cert_reload::ReloadStatus;
+use super::events::EventSink;
 use super::namespace_cache::NamespaceCache;
 use super::namespace_supply;
 use super::policy_reload::PolicyReloadStatus;
@@ -39,6 +41,8 @@ pub struct State {
     pub tls_reloads: tokio::sync::watch::Sender<ReloadStatus>,
     /// Counts of policy reloads and the active revision, likewise.
     pub policy_reloads: tokio::sync::watch::Sender<PolicyReloadStatus>,
+    /// The queue of Kubernetes Events; set at startup with `--events`, never otherwise.
+    pub events: std::sync::OnceLock<EventSink>,
 }
 
 impl State {
@@ -52,6 +56,7 @@ impl State {
             certs: std::sync::OnceLock::new(),
             tls_reloads: tokio::sync::watch::Sender::new(ReloadStatus::default()),
             policy_reloads: tokio::sync::watch::Sender::new(PolicyReloadStatus::default()),
+            events: std::sync::OnceLock::new(),
         }
     }
 

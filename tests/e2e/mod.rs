@@ -399,6 +399,8 @@ pub struct GraftOptions<'a> {
     pub key: &'a Path,
     pub kubeconfig: Option<&'a Path>,
     pub log_dir: &'a Path,
+    /// More `graft serve` arguments (`--events`).
+    pub extra_args: &'a [&'a str],
 }
 
 impl Graft {
@@ -427,6 +429,7 @@ impl Graft {
         if let Some(kubeconfig) = options.kubeconfig {
             command.arg("--kubeconfig").arg(kubeconfig);
         }
+        command.args(options.extra_args);
         let proc = Proc::spawn(
             &format!("graft ({})", options.name),
             &mut command,
@@ -447,7 +450,8 @@ impl Graft {
         matches!(http_get(self.ops, "/readyz"), Ok((200, _)))
     }
 
-    /// The value of an unlabelled metric.
+    /// The value of a metric, named with its labels as exported
+    /// (`graft_events_total{result="sent"}`) when it has any.
     pub fn metric(&self, name: &str) -> Result<f64> {
         let (_, text) = http_get(self.ops, "/metrics")?;
         let value = text

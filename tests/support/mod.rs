@@ -320,6 +320,7 @@ pub fn config(policies: &Path, secret: &SecretDir) -> graft::server::Config {
         shutdown_grace: Duration::from_secs(5),
         watch: graft::watch::WatchConfig::default(),
         namespaces: graft::server::config::NamespaceConfig::default(),
+        events: None,
     }
 }
 
