@@ -17,8 +17,9 @@
 //! added to each evaluation's context. Errors name the function (the
 //! interpreter prefixes `Error executing function 'NAME'`).
 
+use cel::common::functions::Function;
 use cel::common::types::{
-    CelDouble, CelInt, CelNull, CelString, CelUInt, DYN_TYPE, LIST_TYPE, STRING_TYPE,
+    CelDouble, CelInt, CelNull, CelString, CelUInt, DYN_TYPE, LIST_TYPE, STRING_TYPE, Type,
 };
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
@@ -29,53 +30,100 @@ use crate::k8s::{MAX_STRING_BYTES, multus, ordinal, quantity};
 
 type CelResult<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
-/// Declares every function on `env`.
+/// One declared overload: registered on the environment, and listed for the
+/// load-time check ([`super::check`]), so the two cannot drift apart.
+pub struct Overload {
+    pub name: &'static str,
+    pub id: &'static str,
+    /// The receiver's type for a method (`x.f()`), `None` for a function (`f(x)`).
+    pub target: Option<Type>,
+    pub args: Vec<Type>,
+    pub op: Function,
+}
+
+impl Overload {
+    /// A function, called as `name(args...)`.
+    pub fn function(name: &'static str, id: &'static str, args: Vec<Type>, op: Function) -> Self {
+        Overload {
+            name,
+            id,
+            target: None,
+            args,
+            op,
+        }
+    }
+}
+
+/// Every overload graft adds to the CEL standard library.
+pub fn overloads() -> Vec<Overload> {
+    own()
+}
+
+/// Declares every overload of [`overloads`] on `env`.
 pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
-    env.add_overload("podOrdinal", "podOrdinal_dyn", vec![DYN_TYPE], pod_ordinal)?;
-    env.add_overload(
-        "quantityValue",
-        "quantityValue_string",
-        vec![STRING_TYPE],
-        quantity_value,
-    )?;
-    env.add_overload(
-        "formatQuantity",
-        "formatQuantity_number_string",
-        vec![DYN_TYPE, STRING_TYPE],
-        format_quantity,
-    )?;
-    env.add_overload(
-        "scaleQuantity",
-        "scaleQuantity_string_number_string",
-        vec![STRING_TYPE, DYN_TYPE, STRING_TYPE],
-        scale_quantity,
-    )?;
-    env.add_overload(
-        "jsonDecode",
-        "jsonDecode_string",
-        vec![STRING_TYPE],
-        json_decode,
-    )?;
-    env.add_overload("jsonEncode", "jsonEncode_dyn", vec![DYN_TYPE], json_encode)?;
-    env.add_overload(
-        "annotationJSON",
-        "annotationJSON_dyn_string",
-        vec![DYN_TYPE, STRING_TYPE],
-        annotation_json,
-    )?;
-    env.add_overload(
-        "multusNetworks",
-        "multusNetworks_string_list_string",
-        vec![STRING_TYPE, LIST_TYPE, STRING_TYPE],
-        multus_networks,
-    )?;
-    env.add_overload(
-        "multusParse",
-        "multusParse_string_string",
-        vec![STRING_TYPE, STRING_TYPE],
-        multus_parse,
-    )?;
+    for overload in overloads() {
+        match overload.target {
+            Some(target) => env.add_member_overload(
+                overload.name,
+                overload.id,
+                target,
+                overload.args,
+                overload.op,
+            )?,
+            None => env.add_overload(overload.name, overload.id, overload.args, overload.op)?,
+        }
+    }
     Ok(())
+}
+
+/// The Kubernetes helpers of this module.
+fn own() -> Vec<Overload> {
+    vec![
+        Overload::function("podOrdinal", "podOrdinal_dyn", vec![DYN_TYPE], pod_ordinal),
+        Overload::function(
+            "quantityValue",
+            "quantityValue_string",
+            vec![STRING_TYPE],
+            quantity_value,
+        ),
+        Overload::function(
+            "formatQuantity",
+            "formatQuantity_number_string",
+            vec![DYN_TYPE, STRING_TYPE],
+            format_quantity,
+        ),
+        Overload::function(
+            "scaleQuantity",
+            "scaleQuantity_string_number_string",
+            vec![STRING_TYPE, DYN_TYPE, STRING_TYPE],
+            scale_quantity,
+        ),
+        Overload::function(
+            "jsonDecode",
+            "jsonDecode_string",
+            vec![STRING_TYPE],
+            json_decode,
+        ),
+        Overload::function("jsonEncode", "jsonEncode_dyn", vec![DYN_TYPE], json_encode),
+        Overload::function(
+            "annotationJSON",
+            "annotationJSON_dyn_string",
+            vec![DYN_TYPE, STRING_TYPE],
+            annotation_json,
+        ),
+        Overload::function(
+            "multusNetworks",
+            "multusNetworks_string_list_string",
+            vec![STRING_TYPE, LIST_TYPE, STRING_TYPE],
+            multus_networks,
+        ),
+        Overload::function(
+            "multusParse",
+            "multusParse_string_string",
+            vec![STRING_TYPE, STRING_TYPE],
+            multus_parse,
+        ),
+    ]
 }
 
 /// `podOrdinal(object) -> int`
