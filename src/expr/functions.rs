@@ -12,6 +12,9 @@
 //! | `annotationJSON(object, string key)` | `dyn`: the annotation decoded, null when absent |
 //! | `multusNetworks(string existing, list desired, string podNamespace)` | `string`: the merged networks annotation |
 //! | `multusParse(string value, string podNamespace)` | `list(map)`: the networks, namespaces filled in |
+//! | `parseImageReference(string)` | `map`: `registry`, `repository`, `tag`, `digest`, normalised ([`crate::k8s::image`]) |
+//! | `formatImageReference(map)` | `string`: the inverse |
+//! | `imageWithRegistry(string image, string registry)` | `string`: the image on another registry |
 //!
 //! They are declared as overloads of the shared [`Env`], once, rather than
 //! added to each evaluation's context. Errors name the function (the
@@ -19,13 +22,15 @@
 
 use cel::common::functions::Function;
 use cel::common::types::{
-    CelDouble, CelInt, CelNull, CelString, CelUInt, DYN_TYPE, LIST_TYPE, STRING_TYPE, Type,
+    CelDouble, CelInt, CelNull, CelString, CelUInt, DYN_TYPE, LIST_TYPE, MAP_TYPE, STRING_TYPE,
+    Type,
 };
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 use serde_json::Value;
 
 use super::convert;
+use crate::k8s::image::ImageReference;
 use crate::k8s::{MAX_STRING_BYTES, multus, ordinal, quantity};
 
 type CelResult<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
@@ -52,11 +57,31 @@ impl Overload {
             op,
         }
     }
+
+    /// A method, called as `target.name(args...)`.
+    pub fn method(
+        name: &'static str,
+        id: &'static str,
+        target: Type,
+        args: Vec<Type>,
+        op: Function,
+    ) -> Self {
+        Overload {
+            name,
+            id,
+            target: Some(target),
+            args,
+            op,
+        }
+    }
 }
 
 /// Every overload graft adds to the CEL standard library.
 pub fn overloads() -> Vec<Overload> {
-    own()
+    let mut all = own();
+    all.extend(super::lists::overloads());
+    all.extend(super::net::overloads());
+    all
 }
 
 /// Declares every overload of [`overloads`] on `env`.
@@ -122,6 +147,24 @@ fn own() -> Vec<Overload> {
             "multusParse_string_string",
             vec![STRING_TYPE, STRING_TYPE],
             multus_parse,
+        ),
+        Overload::function(
+            "parseImageReference",
+            "parseImageReference_string",
+            vec![STRING_TYPE],
+            parse_image_reference,
+        ),
+        Overload::function(
+            "formatImageReference",
+            "formatImageReference_map",
+            vec![MAP_TYPE],
+            format_image_reference,
+        ),
+        Overload::function(
+            "imageWithRegistry",
+            "imageWithRegistry_string_string",
+            vec![STRING_TYPE, STRING_TYPE],
+            image_with_registry,
         ),
     ]
 }
@@ -248,13 +291,67 @@ fn multus_parse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     Ok(CowVal::Owned(value))
 }
 
-fn fail(function: &str, error: impl ToString) -> ExecutionError {
+/// `parseImageReference(string) -> map`: `registry`, `repository`, `tag`, `digest`.
+fn parse_image_reference<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "parseImageReference";
+    let [text] = arity::<1>(NAME, &args)?;
+    let reference = ImageReference::parse(string_arg(NAME, text)?).map_err(|e| fail(NAME, e))?;
+    let json = serde_json::json!({
+        "registry": reference.registry,
+        "repository": reference.repository,
+        "tag": reference.tag,
+        "digest": reference.digest,
+    });
+    let value = convert::json_to_owned_val(&json).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::Owned(value))
+}
+
+/// `formatImageReference(map) -> string`: the inverse of `parseImageReference`;
+/// `tag` and `digest` may be absent or empty.
+fn format_image_reference<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "formatImageReference";
+    let [parts] = arity::<1>(NAME, &args)?;
+    let json = convert::val_to_json(parts).map_err(|e| fail(NAME, e))?;
+    let part = |key: &str, required: bool| match json.get(key) {
+        Some(Value::String(text)) => Ok(text.clone()),
+        None | Some(Value::Null) if !required => Ok(String::new()),
+        None | Some(Value::Null) => Err(fail(NAME, format!("the map has no {key}"))),
+        Some(other) => Err(fail(NAME, format!("{key} must be a string, got {other}"))),
+    };
+    let reference = ImageReference {
+        registry: part("registry", true)?,
+        repository: part("repository", true)?,
+        tag: part("tag", false)?,
+        digest: part("digest", false)?,
+    };
+    // Parsed back, so a bad part is an error here rather than an unpullable image.
+    let text = reference.to_string();
+    ImageReference::parse(&text).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelString::from(text)))
+}
+
+/// `imageWithRegistry(string image, string registry) -> string`: the image, normalised,
+/// on another registry.
+fn image_with_registry<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "imageWithRegistry";
+    let [image, registry] = arity::<2>(NAME, &args)?;
+    let mut reference =
+        ImageReference::parse(string_arg(NAME, image)?).map_err(|e| fail(NAME, e))?;
+    reference.registry = string_arg(NAME, registry)?
+        .trim_end_matches('/')
+        .to_string();
+    let text = reference.to_string();
+    ImageReference::parse(&text).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelString::from(text)))
+}
+
+pub(super) fn fail(function: &str, error: impl ToString) -> ExecutionError {
     ExecutionError::function_error(function, error)
 }
 
 /// The arguments as an array; the overload declarations make a mismatch a bug,
 /// reported rather than panicking.
-fn arity<'a, 'b, 'v, const N: usize>(
+pub(super) fn arity<'a, 'b, 'v, const N: usize>(
     function: &str,
     args: &'a [CowVal<'b, 'v>],
 ) -> Result<[&'a (dyn Val + 'v); N], ExecutionError> {
@@ -267,7 +364,10 @@ fn arity<'a, 'b, 'v, const N: usize>(
     Ok(std::array::from_fn(|i| args[i].as_ref()))
 }
 
-fn string_arg<'a>(function: &str, value: &'a dyn Val) -> Result<&'a str, ExecutionError> {
+pub(super) fn string_arg<'a>(
+    function: &str,
+    value: &'a dyn Val,
+) -> Result<&'a str, ExecutionError> {
     let text = str_of(value).ok_or_else(|| {
         fail(
             function,

@@ -5,8 +5,10 @@
 //!   `namespaceObject`, `request`, `params`, `variables`), shared by all of that policy's
 //!   expressions.
 //! - [`template::Template`]: a JSON value whose strings may hold `{{ expr }}`.
-//! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`, ...),
-//!   thin wrappers over [`crate::k8s`].
+//! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`,
+//!   `parseImageReference`, ...), thin wrappers over [`crate::k8s`].
+//! - `lists`, `net`: Kubernetes' CEL list, set, regex, IP and CIDR libraries.
+//! - `check` and `catalog`: the load-time check that every name an expression uses exists.
 //!
 //! Converting the request's JSON into CEL values is the dominant cost of an evaluation, so a
 //! scope converts each variable at most once, and only when an expression refers to it. The
@@ -19,6 +21,8 @@ pub mod cost;
 mod functions;
 pub mod limits;
 pub mod lint;
+mod lists;
+mod net;
 pub mod object_parts;
 pub mod template;
 #[cfg(test)]
