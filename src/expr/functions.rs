@@ -81,6 +81,7 @@ pub fn overloads() -> Vec<Overload> {
     let mut all = own();
     all.extend(super::lists::overloads());
     all.extend(super::net::overloads());
+    all.extend(super::quantities::overloads());
     all
 }
 

@@ -7,7 +7,8 @@
 //! - [`template::Template`]: a JSON value whose strings may hold `{{ expr }}`.
 //! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`,
 //!   `parseImageReference`, ...), thin wrappers over [`crate::k8s`].
-//! - `lists`, `net`: Kubernetes' CEL list, set, regex, IP and CIDR libraries.
+//! - `lists`, `net`, `quantities`: Kubernetes' CEL list, set, regex, IP, CIDR and quantity
+//!   libraries.
 //! - `check` and `catalog`: the load-time check that every name an expression uses exists.
 //!
 //! Converting the request's JSON into CEL values is the dominant cost of an evaluation, so a
@@ -24,6 +25,7 @@ pub mod lint;
 mod lists;
 mod net;
 pub mod object_parts;
+mod quantities;
 pub mod template;
 #[cfg(test)]
 mod tests;
