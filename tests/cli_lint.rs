@@ -500,3 +500,25 @@ fn every_unknown_field_of_a_document_is_reported_at_once() {
          a.yaml:14: policy typos: spec.mutations[1].remove.paths: unknown field `paths`, expected `path` (hint: check the spelling against schema/mutationpolicy.schema.json)",
     );
 }
+
+#[test]
+fn misspelt_cel_names_are_errors_with_the_name_meant() {
+    let spec = "  params:\n    registry: example.com\n  match:\n    resources: [pods]\n    \
+        cel: objekt.metadata.name != ''\n  variables:\n    - name: early\n      \
+        expression: variables.late\n    - name: late\n      expression: params.registy\n  \
+        mutations:\n    - set:\n        path: $.metadata.labels.ordinal\n        \
+        value: \"{{ string(podOrdnal(object)) }}\"\n    \
+        - set:\n        path: $.metadata.labels.user\n        \
+        value: \"{{ request.userInfo.username.lowerAsci() }}\"\n    \
+        - set:\n        path: $.metadata.labels.web\n        value: 'yes'\n      \
+        when: request.namespce == 'web'\n";
+    let expected = "p.yaml:10: policy typos: spec.match.cel: unknown name objekt (hint: did you mean object?)\n\
+        p.yaml:13: policy typos: spec.variables[0].expression: variables.late is not evaluated yet here \
+        (hint: variables are evaluated in order, after spec.match and spec.exclude: refer only to those declared above)\n\
+        p.yaml:15: policy typos: spec.variables[1].expression: params.registy is not declared in spec.params \
+        (hint: did you mean params.registry?)\n\
+        p.yaml:19: policy typos: spec.mutations[0].set.value: unknown function podOrdnal (hint: did you mean podOrdinal?)\n\
+        p.yaml:22: policy typos: spec.mutations[1].set.value: unknown method lowerAsci (hint: did you mean lowerAscii?)\n\
+        p.yaml:26: policy typos: spec.mutations[2].when: request has no field namespce (hint: did you mean request.namespace?)";
+    check(&[("p.yaml", &policy("typos", spec))], expected);
+}

@@ -9,10 +9,28 @@ type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error + Send + 
 
 #[tokio::test]
 async fn an_invalid_set_at_startup_exits_non_zero_with_the_findings() -> Result {
-    let dir = tempfile::tempdir()?;
     let policy = "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata:\n  name: typo\n\
                   spec:\n  match:\n    resources: [pods]\n  mutations:\n    - set:\n        \
                   pth: $.metadata.labels.a\n        value: b\n";
+    startup_is_refused(policy, "unknown field `pth`").await
+}
+
+#[tokio::test]
+async fn a_misspelt_cel_name_at_startup_exits_non_zero_with_the_findings() -> Result {
+    let policy = "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata:\n  name: typo\n\
+                  spec:\n  match:\n    resources: [pods]\n  mutations:\n    - set:\n        \
+                  path: $.metadata.labels.ordinal\n        value: \"{{ string(podOrdnal(object)) }}\"\n";
+    startup_is_refused(
+        policy,
+        "unknown function podOrdnal (hint: did you mean podOrdinal?)",
+    )
+    .await
+}
+
+/// Lints `policy`, expecting `needle` among the findings, then starts the server on it
+/// and expects it to exit 1 with the same findings.
+async fn startup_is_refused(policy: &str, needle: &str) -> Result {
+    let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("a.yaml"), policy)?;
 
     let lint = tokio::process::Command::new(env!("CARGO_BIN_EXE_graft"))
@@ -21,7 +39,7 @@ async fn an_invalid_set_at_startup_exits_non_zero_with_the_findings() -> Result 
         .output();
     let lint = tokio::time::timeout(Duration::from_secs(30), lint).await??;
     let expected = String::from_utf8(lint.stdout)?;
-    assert!(expected.contains("unknown field `pth`"), "{expected}");
+    assert!(expected.contains(needle), "{expected}");
 
     let serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_graft"))
         .args([

@@ -12,70 +12,162 @@
 //! | `annotationJSON(object, string key)` | `dyn`: the annotation decoded, null when absent |
 //! | `multusNetworks(string existing, list desired, string podNamespace)` | `string`: the merged networks annotation |
 //! | `multusParse(string value, string podNamespace)` | `list(map)`: the networks, namespaces filled in |
+//! | `parseImageReference(string)` | `map`: `registry`, `repository`, `tag`, `digest`, normalised ([`crate::k8s::image`]) |
+//! | `formatImageReference(map)` | `string`: the inverse |
+//! | `imageWithRegistry(string image, string registry)` | `string`: the image on another registry |
 //!
 //! They are declared as overloads of the shared [`Env`], once, rather than
 //! added to each evaluation's context. Errors name the function (the
 //! interpreter prefixes `Error executing function 'NAME'`).
 
+use cel::common::functions::Function;
 use cel::common::types::{
-    CelDouble, CelInt, CelNull, CelString, CelUInt, DYN_TYPE, LIST_TYPE, STRING_TYPE,
+    CelDouble, CelInt, CelNull, CelString, CelUInt, DYN_TYPE, LIST_TYPE, MAP_TYPE, STRING_TYPE,
+    Type,
 };
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 use serde_json::Value;
 
 use super::convert;
+use crate::k8s::image::ImageReference;
 use crate::k8s::{MAX_STRING_BYTES, multus, ordinal, quantity};
 
 type CelResult<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
-/// Declares every function on `env`.
+/// One declared overload: registered on the environment, and listed for the
+/// load-time check ([`super::check`]), so the two cannot drift apart.
+pub struct Overload {
+    pub name: &'static str,
+    pub id: &'static str,
+    /// The receiver's type for a method (`x.f()`), `None` for a function (`f(x)`).
+    pub target: Option<Type>,
+    pub args: Vec<Type>,
+    pub op: Function,
+}
+
+impl Overload {
+    /// A function, called as `name(args...)`.
+    pub fn function(name: &'static str, id: &'static str, args: Vec<Type>, op: Function) -> Self {
+        Overload {
+            name,
+            id,
+            target: None,
+            args,
+            op,
+        }
+    }
+
+    /// A method, called as `target.name(args...)`.
+    pub fn method(
+        name: &'static str,
+        id: &'static str,
+        target: Type,
+        args: Vec<Type>,
+        op: Function,
+    ) -> Self {
+        Overload {
+            name,
+            id,
+            target: Some(target),
+            args,
+            op,
+        }
+    }
+}
+
+/// Every overload graft adds to the CEL standard library.
+pub fn overloads() -> Vec<Overload> {
+    let mut all = own();
+    all.extend(super::lists::overloads());
+    all.extend(super::net::overloads());
+    all.extend(super::quantities::overloads());
+    all
+}
+
+/// Declares every overload of [`overloads`] on `env`.
 pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
-    env.add_overload("podOrdinal", "podOrdinal_dyn", vec![DYN_TYPE], pod_ordinal)?;
-    env.add_overload(
-        "quantityValue",
-        "quantityValue_string",
-        vec![STRING_TYPE],
-        quantity_value,
-    )?;
-    env.add_overload(
-        "formatQuantity",
-        "formatQuantity_number_string",
-        vec![DYN_TYPE, STRING_TYPE],
-        format_quantity,
-    )?;
-    env.add_overload(
-        "scaleQuantity",
-        "scaleQuantity_string_number_string",
-        vec![STRING_TYPE, DYN_TYPE, STRING_TYPE],
-        scale_quantity,
-    )?;
-    env.add_overload(
-        "jsonDecode",
-        "jsonDecode_string",
-        vec![STRING_TYPE],
-        json_decode,
-    )?;
-    env.add_overload("jsonEncode", "jsonEncode_dyn", vec![DYN_TYPE], json_encode)?;
-    env.add_overload(
-        "annotationJSON",
-        "annotationJSON_dyn_string",
-        vec![DYN_TYPE, STRING_TYPE],
-        annotation_json,
-    )?;
-    env.add_overload(
-        "multusNetworks",
-        "multusNetworks_string_list_string",
-        vec![STRING_TYPE, LIST_TYPE, STRING_TYPE],
-        multus_networks,
-    )?;
-    env.add_overload(
-        "multusParse",
-        "multusParse_string_string",
-        vec![STRING_TYPE, STRING_TYPE],
-        multus_parse,
-    )?;
+    for overload in overloads() {
+        match overload.target {
+            Some(target) => env.add_member_overload(
+                overload.name,
+                overload.id,
+                target,
+                overload.args,
+                overload.op,
+            )?,
+            None => env.add_overload(overload.name, overload.id, overload.args, overload.op)?,
+        }
+    }
     Ok(())
+}
+
+/// The Kubernetes helpers of this module.
+fn own() -> Vec<Overload> {
+    vec![
+        Overload::function("podOrdinal", "podOrdinal_dyn", vec![DYN_TYPE], pod_ordinal),
+        Overload::function(
+            "quantityValue",
+            "quantityValue_string",
+            vec![STRING_TYPE],
+            quantity_value,
+        ),
+        Overload::function(
+            "formatQuantity",
+            "formatQuantity_number_string",
+            vec![DYN_TYPE, STRING_TYPE],
+            format_quantity,
+        ),
+        Overload::function(
+            "scaleQuantity",
+            "scaleQuantity_string_number_string",
+            vec![STRING_TYPE, DYN_TYPE, STRING_TYPE],
+            scale_quantity,
+        ),
+        Overload::function(
+            "jsonDecode",
+            "jsonDecode_string",
+            vec![STRING_TYPE],
+            json_decode,
+        ),
+        Overload::function("jsonEncode", "jsonEncode_dyn", vec![DYN_TYPE], json_encode),
+        Overload::function(
+            "annotationJSON",
+            "annotationJSON_dyn_string",
+            vec![DYN_TYPE, STRING_TYPE],
+            annotation_json,
+        ),
+        Overload::function(
+            "multusNetworks",
+            "multusNetworks_string_list_string",
+            vec![STRING_TYPE, LIST_TYPE, STRING_TYPE],
+            multus_networks,
+        ),
+        Overload::function(
+            "multusParse",
+            "multusParse_string_string",
+            vec![STRING_TYPE, STRING_TYPE],
+            multus_parse,
+        ),
+        Overload::function(
+            "parseImageReference",
+            "parseImageReference_string",
+            vec![STRING_TYPE],
+            parse_image_reference,
+        ),
+        Overload::function(
+            "formatImageReference",
+            "formatImageReference_map",
+            vec![MAP_TYPE],
+            format_image_reference,
+        ),
+        Overload::function(
+            "imageWithRegistry",
+            "imageWithRegistry_string_string",
+            vec![STRING_TYPE, STRING_TYPE],
+            image_with_registry,
+        ),
+    ]
 }
 
 /// `podOrdinal(object) -> int`
@@ -200,13 +292,67 @@ fn multus_parse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     Ok(CowVal::Owned(value))
 }
 
-fn fail(function: &str, error: impl ToString) -> ExecutionError {
+/// `parseImageReference(string) -> map`: `registry`, `repository`, `tag`, `digest`.
+fn parse_image_reference<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "parseImageReference";
+    let [text] = arity::<1>(NAME, &args)?;
+    let reference = ImageReference::parse(string_arg(NAME, text)?).map_err(|e| fail(NAME, e))?;
+    let json = serde_json::json!({
+        "registry": reference.registry,
+        "repository": reference.repository,
+        "tag": reference.tag,
+        "digest": reference.digest,
+    });
+    let value = convert::json_to_owned_val(&json).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::Owned(value))
+}
+
+/// `formatImageReference(map) -> string`: the inverse of `parseImageReference`;
+/// `tag` and `digest` may be absent or empty.
+fn format_image_reference<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "formatImageReference";
+    let [parts] = arity::<1>(NAME, &args)?;
+    let json = convert::val_to_json(parts).map_err(|e| fail(NAME, e))?;
+    let part = |key: &str, required: bool| match json.get(key) {
+        Some(Value::String(text)) => Ok(text.clone()),
+        None | Some(Value::Null) if !required => Ok(String::new()),
+        None | Some(Value::Null) => Err(fail(NAME, format!("the map has no {key}"))),
+        Some(other) => Err(fail(NAME, format!("{key} must be a string, got {other}"))),
+    };
+    let reference = ImageReference {
+        registry: part("registry", true)?,
+        repository: part("repository", true)?,
+        tag: part("tag", false)?,
+        digest: part("digest", false)?,
+    };
+    // Parsed back, so a bad part is an error here rather than an unpullable image.
+    let text = reference.to_string();
+    ImageReference::parse(&text).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelString::from(text)))
+}
+
+/// `imageWithRegistry(string image, string registry) -> string`: the image, normalised,
+/// on another registry.
+fn image_with_registry<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    const NAME: &str = "imageWithRegistry";
+    let [image, registry] = arity::<2>(NAME, &args)?;
+    let mut reference =
+        ImageReference::parse(string_arg(NAME, image)?).map_err(|e| fail(NAME, e))?;
+    reference.registry = string_arg(NAME, registry)?
+        .trim_end_matches('/')
+        .to_string();
+    let text = reference.to_string();
+    ImageReference::parse(&text).map_err(|e| fail(NAME, e))?;
+    Ok(CowVal::owned(CelString::from(text)))
+}
+
+pub(super) fn fail(function: &str, error: impl ToString) -> ExecutionError {
     ExecutionError::function_error(function, error)
 }
 
 /// The arguments as an array; the overload declarations make a mismatch a bug,
 /// reported rather than panicking.
-fn arity<'a, 'b, 'v, const N: usize>(
+pub(super) fn arity<'a, 'b, 'v, const N: usize>(
     function: &str,
     args: &'a [CowVal<'b, 'v>],
 ) -> Result<[&'a (dyn Val + 'v); N], ExecutionError> {
@@ -219,7 +365,10 @@ fn arity<'a, 'b, 'v, const N: usize>(
     Ok(std::array::from_fn(|i| args[i].as_ref()))
 }
 
-fn string_arg<'a>(function: &str, value: &'a dyn Val) -> Result<&'a str, ExecutionError> {
+pub(super) fn string_arg<'a>(
+    function: &str,
+    value: &'a dyn Val,
+) -> Result<&'a str, ExecutionError> {
     let text = str_of(value).ok_or_else(|| {
         fail(
             function,

@@ -5,19 +5,27 @@
 //!   `namespaceObject`, `request`, `params`, `variables`), shared by all of that policy's
 //!   expressions.
 //! - [`template::Template`]: a JSON value whose strings may hold `{{ expr }}`.
-//! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`, ...),
-//!   thin wrappers over [`crate::k8s`].
+//! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`,
+//!   `parseImageReference`, ...), thin wrappers over [`crate::k8s`].
+//! - `lists`, `net`, `quantities`: Kubernetes' CEL list, set, regex, IP, CIDR and quantity
+//!   libraries.
+//! - `check` and `catalog`: the load-time check that every name an expression uses exists.
 //!
 //! Converting the request's JSON into CEL values is the dominant cost of an evaluation, so a
 //! scope converts each variable at most once, and only when an expression refers to it. The
 //! conversion borrows strings from the request instead of copying them.
 
+mod catalog;
+pub mod check;
 mod convert;
 pub mod cost;
 mod functions;
 pub mod limits;
 pub mod lint;
+mod lists;
+mod net;
 pub mod object_parts;
+mod quantities;
 pub mod template;
 #[cfg(test)]
 mod tests;
@@ -32,6 +40,7 @@ use cel::context::VariableResolver;
 use cel::{Context, Env, Program};
 use serde_json::Value;
 
+pub use check::{CheckError, Declarations};
 pub use convert::MAX_DEPTH;
 pub use object_parts::ObjectParts;
 
@@ -40,6 +49,9 @@ pub use object_parts::ObjectParts;
 pub enum ExprError {
     #[error("invalid CEL expression: {0}")]
     Compile(String),
+    /// The expression parses but refers to a name that does not exist.
+    #[error("{0}")]
+    Check(CheckError),
     #[error("{0}")]
     Evaluate(String),
     #[error("expected a {expected} result, got {got}")]
@@ -105,6 +117,21 @@ static ENV: LazyLock<Result<Arc<Env>, String>> = LazyLock::new(|| {
     Ok(Arc::new(env))
 });
 
+impl ExprError {
+    /// What would fix the error, when that is known.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            ExprError::Check(error) => error.hint.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// The shared environment, or why it could not be built.
+fn environment() -> Result<&'static Arc<Env>, ExprError> {
+    ENV.as_ref().map_err(|e| ExprError::Compile(e.clone()))
+}
+
 /// A compiled CEL expression.
 pub struct Expression {
     source: String,
@@ -126,8 +153,10 @@ impl fmt::Debug for Expression {
 }
 
 impl Expression {
-    pub fn compile(source: &str) -> Result<Expression, ExprError> {
-        let env = ENV.as_ref().map_err(|e| ExprError::Compile(e.clone()))?;
+    /// Parses `source` and checks that every name it refers to exists, in the
+    /// environment or among what the policy `declarations` declares.
+    pub fn compile(source: &str, declarations: &Declarations<'_>) -> Result<Expression, ExprError> {
+        let env = environment()?;
         if source.trim().is_empty() {
             return Err(ExprError::Compile("the expression is empty".to_string()));
         }
@@ -135,6 +164,7 @@ impl Expression {
             .compile(source)
             .map_err(|e| ExprError::Compile(e.to_string()))?;
         limits::check(program.expression()).map_err(ExprError::Compile)?;
+        check::check(program.expression(), env, declarations).map_err(ExprError::Check)?;
         Ok(Expression {
             source: source.to_string(),
             warnings: lint::check(program.expression()),

@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::convert::to_json_string;
-use super::{ExprError, Expression, Needs, Scope};
+use super::{Declarations, ExprError, Expression, Needs, Scope};
 use crate::k8s::MAX_STRING_BYTES;
 
 /// A template compiled from a policy value. Strings that are exactly one `{{ expr }}`
@@ -53,9 +53,12 @@ enum Part {
 }
 
 impl Template {
-    pub fn compile(value: &Value) -> Result<Template, TemplateError> {
+    pub fn compile(
+        value: &Value,
+        declarations: &Declarations<'_>,
+    ) -> Result<Template, TemplateError> {
         let mut needs = Needs::default();
-        let root = compile_node(value, &mut String::new(), &mut needs)?;
+        let root = compile_node(value, &mut String::new(), &mut needs, declarations)?;
         Ok(Template { root, needs })
     }
 
@@ -132,15 +135,18 @@ fn compile_node(
     value: &Value,
     path: &mut String,
     needs: &mut Needs,
+    declarations: &Declarations<'_>,
 ) -> Result<Node, TemplateError> {
     match value {
-        Value::String(text) if text.contains("{{") => compile_string(text, path, needs),
+        Value::String(text) if text.contains("{{") => {
+            compile_string(text, path, needs, declarations)
+        }
         Value::Array(items) => {
             let mut nodes = Vec::with_capacity(items.len());
             for (index, item) in items.iter().enumerate() {
                 let len = path.len();
                 path.push_str(&format!("[{index}]"));
-                nodes.push(compile_node(item, path, needs)?);
+                nodes.push(compile_node(item, path, needs, declarations)?);
                 path.truncate(len);
             }
             if nodes.iter().all(|n| matches!(n, Node::Static(_))) {
@@ -153,7 +159,7 @@ fn compile_node(
             for (key, item) in fields {
                 let len = path.len();
                 push_key(path, key);
-                nodes.push((key.clone(), compile_node(item, path, needs)?));
+                nodes.push((key.clone(), compile_node(item, path, needs, declarations)?));
                 path.truncate(len);
             }
             if nodes.iter().all(|(_, n)| matches!(n, Node::Static(_))) {
@@ -165,14 +171,19 @@ fn compile_node(
     }
 }
 
-fn compile_string(text: &str, path: &str, needs: &mut Needs) -> Result<Node, TemplateError> {
+fn compile_string(
+    text: &str,
+    path: &str,
+    needs: &mut Needs,
+    declarations: &Declarations<'_>,
+) -> Result<Node, TemplateError> {
     let error = |error| TemplateError {
         path: path.to_string(),
         error,
     };
     let pieces = split(text).map_err(error)?;
     let mut compile = |source: &str| {
-        let expression = Expression::compile(source).map_err(error)?;
+        let expression = Expression::compile(source, declarations).map_err(error)?;
         *needs = needs.union(expression.needs());
         Ok(expression)
     };

@@ -3,8 +3,35 @@
 
 use serde_json::{Value, json};
 
+use std::sync::LazyLock;
+
 use super::template::Template;
-use super::{Bindings, ExprError, Expression, Needs, Scope};
+use super::{Bindings, Declarations, ExprError, Expression, Needs, Scope};
+
+/// What the tests' policy declares: the keys of [`params`] (and `y`, `b`), and the
+/// variables the tests set.
+fn declarations() -> Declarations<'static> {
+    static PARAMS: LazyLock<Value> = LazyLock::new(|| {
+        let mut declared = params();
+        declared["y"] = json!(1);
+        declared["b"] = json!("b");
+        declared
+    });
+    static VARIABLES: LazyLock<Vec<String>> = LazyLock::new(|| {
+        ["x", "a", "b", "key", "value", "cpuRatio"]
+            .map(String::from)
+            .to_vec()
+    });
+    Declarations {
+        params: &PARAMS,
+        variables: &VARIABLES,
+        all_variables: &VARIABLES,
+    }
+}
+
+fn compile(source: &str) -> Result<Expression, ExprError> {
+    Expression::compile(source, &declarations())
+}
 
 fn pod() -> Value {
     json!({
@@ -50,7 +77,7 @@ fn eval_on(object: &Value, source: &str) -> Result<Value, ExprError> {
         request: &request,
         params: &params,
     };
-    let expression = Expression::compile(source)?;
+    let expression = compile(source)?;
     Scope::new(bindings, expression.needs()).evaluate(&expression)
 }
 
@@ -71,7 +98,7 @@ fn check_err(source: &str, needle: &str) {
 
 fn render(template: Value) -> Result<Value, ExprError> {
     let (object, request, params) = (pod(), request(), params());
-    let template = Template::compile(&template).map_err(|e| e.error)?;
+    let template = Template::compile(&template, &declarations()).map_err(|e| e.error)?;
     let bindings = Bindings {
         object: &object,
         old_object: None,
@@ -94,7 +121,7 @@ fn expression_and_template_are_send_sync_debug() {
 
 #[test]
 fn needs_follow_references() {
-    let needs = |s: &str| Expression::compile(s).map(|e| e.needs());
+    let needs = |s: &str| compile(s).map(|e| e.needs());
     assert_eq!(
         needs("object.metadata.name + request.namespace"),
         Ok(Needs {
@@ -118,14 +145,8 @@ fn needs_follow_references() {
 
 #[test]
 fn compile_errors() {
-    assert!(matches!(
-        Expression::compile("1 +"),
-        Err(ExprError::Compile(_))
-    ));
-    assert!(matches!(
-        Expression::compile("  "),
-        Err(ExprError::Compile(_))
-    ));
+    assert!(matches!(compile("1 +"), Err(ExprError::Compile(_))));
+    assert!(matches!(compile("  "), Err(ExprError::Compile(_))));
 }
 
 #[test]
@@ -199,9 +220,9 @@ fn evaluate_bool_rejects_other_types() {
         },
         Needs::default(),
     );
-    let truth = Expression::compile("request.operation == 'CREATE'").unwrap();
+    let truth = compile("request.operation == 'CREATE'").unwrap();
     assert_eq!(scope.evaluate_bool(&truth), Ok(true));
-    let number = Expression::compile("1").unwrap();
+    let number = compile("1").unwrap();
     assert!(matches!(
         scope.evaluate_bool(&number),
         Err(ExprError::ResultType { .. })
@@ -222,7 +243,7 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
         },
         Needs::default(),
     );
-    let expr = |s: &str| Expression::compile(s).unwrap();
+    let expr = |s: &str| compile(s).unwrap();
     assert_eq!(scope.evaluate(&expr("oldObject == null")), Ok(json!(true)));
     scope.set_variable("a", json!(2));
     let doubled = scope.evaluate(&expr("variables.a * 2")).unwrap();
@@ -328,8 +349,7 @@ fn example_scale_quantity() {
         Needs::default(),
     );
     let expr =
-        Expression::compile("scaleQuantity(object.status.capacity.cpu, variables.cpuRatio, 'm')")
-            .unwrap();
+        compile("scaleQuantity(object.status.capacity.cpu, variables.cpuRatio, 'm')").unwrap();
     scope.set_variable("cpuRatio", json!(1.5));
     assert_eq!(scope.evaluate(&expr), Ok(json!("18")));
     scope.set_variable("cpuRatio", json!(0.875));
@@ -435,7 +455,7 @@ fn wrong_argument_types_are_overload_errors() {
 #[test]
 fn template_static_values_are_cloned() {
     let value = json!({"a": [1, "x"], "b": "no braces } here"});
-    let template = Template::compile(&value).unwrap();
+    let template = Template::compile(&value, &declarations()).unwrap();
     assert!(template.is_static());
     assert_eq!(template.needs(), Needs::default());
     assert_eq!(render(value.clone()), Ok(value));
@@ -468,7 +488,11 @@ fn template_typed_and_interpolated() {
 
 #[test]
 fn template_needs_are_the_union() {
-    let template = Template::compile(&json!(["{{ object.a }}", "x-{{ params.b }}"])).unwrap();
+    let template = Template::compile(
+        &json!(["{{ object.a }}", "x-{{ params.b }}"]),
+        &declarations(),
+    )
+    .unwrap();
     assert!(!template.is_static());
     assert_eq!(
         template.needs(),
@@ -484,7 +508,7 @@ fn template_needs_are_the_union() {
 
 #[test]
 fn template_compile_errors_carry_the_path() {
-    let error = |value: Value| Template::compile(&value).unwrap_err();
+    let error = |value: Value| Template::compile(&value, &declarations()).unwrap_err();
     let unterminated = error(json!({"spec": {"containers": [{"image": "x-{{ object.a"}]}}));
     assert_eq!(unterminated.path, "spec.containers[0].image");
     assert!(matches!(unterminated.error, ExprError::Compile(_)));
@@ -542,7 +566,7 @@ mod properties {
     proptest! {
         #[test]
         fn template_compile_never_panics(text in "[{}'\"a-z0-9 +.\\\\]{0,30}") {
-            let _ = Template::compile(&json!(text));
+            let _ = Template::compile(&json!(text), &declarations());
         }
 
         #[test]

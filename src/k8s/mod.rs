@@ -9,7 +9,9 @@
 //! - [`multus`]: the `k8s.v1.cni.cncf.io/networks` annotation, parse and merge.
 //! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
 //! - [`resources`]: the resource names of the built-in API groups.
+//! - [`image`]: container image references, parsed and normalised.
 
+pub mod image;
 pub mod merge_keys;
 pub mod multus;
 pub mod ordinal;

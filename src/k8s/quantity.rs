@@ -94,6 +94,45 @@ impl Quantity {
         }
     }
 
+    /// The value in billionths of a base unit, exactly, as Kubernetes keeps it: a
+    /// finer value is rounded up in magnitude to the next billionth (`0.1n` is `1n`).
+    /// Fails beyond about 1.7e29 base units.
+    pub fn to_nanos(&self) -> Result<i128, QuantityError> {
+        let trimmed = self.digits.trim_end_matches('0');
+        if trimmed.is_empty() {
+            return Ok(0);
+        }
+        let zeros =
+            i64::try_from(self.digits.len() - trimmed.len()).map_err(|_| self.out_of_range())?;
+        let digits: i128 = trimmed.parse().map_err(|_| self.out_of_range())?;
+        let exp10 = self
+            .exp10
+            .checked_add(zeros)
+            .and_then(|e| e.checked_add(9))
+            .ok_or_else(|| self.out_of_range())?;
+        let scaled = 2i128
+            .checked_pow(self.exp2)
+            .and_then(|power| digits.checked_mul(power))
+            .ok_or_else(|| self.out_of_range())?;
+        let magnitude = if exp10 >= 0 {
+            u32::try_from(exp10)
+                .ok()
+                .and_then(|e| 10i128.checked_pow(e))
+                .and_then(|power| scaled.checked_mul(power))
+                .ok_or_else(|| self.out_of_range())?
+        } else {
+            match u32::try_from(-exp10)
+                .ok()
+                .and_then(|e| 10i128.checked_pow(e))
+            {
+                Some(power) => (scaled + power - 1) / power,
+                // Smaller than a billionth: rounded up to one.
+                None => 1,
+            }
+        };
+        Ok(if self.negative { -magnitude } else { magnitude })
+    }
+
     fn out_of_range(&self) -> QuantityError {
         QuantityError::OutOfRange {
             value: truncate(&self.to_string()),
@@ -378,6 +417,24 @@ mod tests {
         assert!(format_quantity(1e300, "m").is_err());
         let err = format_quantity(1.0, "Kb").unwrap_err();
         assert!(err.to_string().contains("'Kb'"), "{err}");
+    }
+
+    #[test]
+    fn nanos_are_exact_and_round_up() {
+        let nanos = |text: &str| Quantity::parse(text).and_then(|q| q.to_nanos());
+        assert_eq!(nanos("1"), Ok(1_000_000_000));
+        assert_eq!(nanos("500m"), Ok(500_000_000));
+        assert_eq!(nanos("1.5Gi"), Ok(1_610_612_736_000_000_000));
+        assert_eq!(nanos("-2k"), Ok(-2_000_000_000_000));
+        assert_eq!(nanos("0.1n"), Ok(1));
+        assert_eq!(nanos("1e-20"), Ok(1));
+        assert_eq!(nanos("0"), Ok(0));
+        assert_eq!(
+            nanos("1.000000000000000000000000000000000000000000"),
+            Ok(1_000_000_000)
+        );
+        assert!(nanos("1e30").is_err());
+        assert!(nanos("1e100").is_err());
     }
 
     #[test]

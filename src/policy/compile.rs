@@ -15,7 +15,7 @@ use super::load::{ParsedDocument, locate_field, locate_in};
 use super::model::{self, LabelSelector, Match, Mode, Mutation, SelectorOperator};
 use crate::engine::path::{JsonPath, Token};
 use crate::expr::template::Template;
-use crate::expr::{Expression, Needs};
+use crate::expr::{Declarations, ExprError, Expression, Needs};
 
 /// Fields no policy may change: the apiserver rejects or misroutes such patches.
 const PROTECTED: [&str; 3] = ["name", "namespace", "uid"];
@@ -30,6 +30,9 @@ struct Compiler<'a> {
     needs: Needs,
     uses_cel: bool,
     failed: bool,
+    /// The variables compiled so far: those an expression compiled now may refer to.
+    visible_variables: Vec<String>,
+    all_variables: Vec<String>,
 }
 
 /// Compiles one document; `None` when it has errors (all of them are in `findings`).
@@ -40,6 +43,14 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
         needs: Needs::default(),
         uses_cel: false,
         failed: false,
+        visible_variables: Vec::new(),
+        all_variables: parsed
+            .document
+            .spec
+            .variables
+            .iter()
+            .map(|v| v.name.clone())
+            .collect(),
     };
     let spec = &parsed.document.spec;
     if spec.match_.resources.is_empty() {
@@ -209,8 +220,21 @@ impl Compiler<'_> {
         self.finding(finding, field, needle);
     }
 
+    /// What the policy declares for its expressions, as seen from the one compiled now.
+    fn declarations(&self) -> Declarations<'_> {
+        Declarations {
+            params: &self.parsed.document.spec.params,
+            variables: &self.visible_variables,
+            all_variables: &self.all_variables,
+        }
+    }
+
+    fn expression_error(&mut self, field: &str, needle: &str, error: &ExprError) {
+        self.error(field, needle, error.to_string(), error.hint());
+    }
+
     fn expression(&mut self, field: &str, source: &str) -> Option<Expression> {
-        match Expression::compile(source) {
+        match Expression::compile(source, &self.declarations()) {
             Ok(expression) => {
                 self.needs = self.needs.union(expression.needs());
                 self.uses_cel = true;
@@ -218,7 +242,7 @@ impl Compiler<'_> {
                 Some(expression)
             }
             Err(error) => {
-                self.error(field, source, error.to_string(), None);
+                self.expression_error(field, source, &error);
                 None
             }
         }
@@ -266,7 +290,7 @@ impl Compiler<'_> {
     }
 
     fn template(&mut self, field: &str, value: &Value) -> Option<ValueSource> {
-        match Template::compile(value) {
+        match Template::compile(value, &self.declarations()) {
             Ok(template) if template.is_static() => Some(ValueSource::Literal(value.clone())),
             Ok(template) => {
                 self.needs = self.needs.union(template.needs());
@@ -287,7 +311,7 @@ impl Compiler<'_> {
                 } else {
                     format!("{field}.{}", error.path)
                 };
-                self.error(&at, "{{", error.error.to_string(), None);
+                self.expression_error(&at, "{{", &error.error);
                 None
             }
         }
@@ -556,9 +580,10 @@ impl Compiler<'_> {
                 );
                 continue;
             }
-            if let Some(expression) =
-                self.expression(&format!("{field}.expression"), &variable.expression)
-            {
+            let expression = self.expression(&format!("{field}.expression"), &variable.expression);
+            // Visible to the expressions after it even when it failed, which is reported.
+            self.visible_variables.push(variable.name.clone());
+            if let Some(expression) = expression {
                 compiled.push(CompiledVariable {
                     name: variable.name.clone(),
                     expression,
