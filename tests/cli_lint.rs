@@ -85,7 +85,7 @@ fn unknown_fields_name_the_field_and_line() {
     );
     check(
         &[("a.yaml", &text)],
-        "a.yaml:10: policy typo: spec.mutations[0].set.pth: unknown field `pth`, expected `path` or `value` (hint: check the spelling against schema/mutationpolicy.schema.json)",
+        "a.yaml:10: policy typo: spec.mutations[0].set.pth: unknown field `pth`, expected one of `path`, `value`, `ifAbsent` (hint: check the spelling against schema/mutationpolicy.schema.json)",
     );
 }
 
@@ -183,7 +183,7 @@ fn a_mutation_with_two_kinds() {
     );
     check(
         &[("a.yaml", &text)],
-        "a.yaml:9: policy two: spec.mutations[0]: a mutation needs exactly one of set, merge, remove, jsonPatch (hint: split it into one list item per change)",
+        "a.yaml:9: policy two: spec.mutations[0]: a mutation needs exactly one of set, merge, append, remove, jsonPatch (hint: split it into one list item per change)",
     );
 }
 
@@ -494,9 +494,9 @@ fn every_unknown_field_of_a_document_is_reported_at_once() {
     );
     check(
         &[("a.yaml", &text)],
-        "a.yaml:8: policy typos: spec.match.operation: unknown field `operation`, expected one of `resources`, `operations`, `namespaces`, `namespaceSelector`, `labels`, `labelSelector`, `annotations`, `annotationSelector`, `fields`, `cel` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
-         a.yaml:11: policy typos: spec.mutations[0].set.pth: unknown field `pth`, expected `path` or `value` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
-         a.yaml:13: policy typos: spec.mutations[0].whne: unknown field `whne`, expected one of `set`, `merge`, `remove`, `jsonPatch`, `when` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+        "a.yaml:8: policy typos: spec.match.operation: unknown field `operation`, expected one of `resources`, `operations`, `namespaces`, `names`, `namespaceSelector`, `labels`, `labelSelector`, `annotations`, `annotationSelector`, `fields`, `cel` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:11: policy typos: spec.mutations[0].set.pth: unknown field `pth`, expected one of `path`, `value`, `ifAbsent` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:13: policy typos: spec.mutations[0].whne: unknown field `whne`, expected one of `foreach`, `set`, `merge`, `append`, `remove`, `jsonPatch`, `when` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
          a.yaml:14: policy typos: spec.mutations[1].remove.paths: unknown field `paths`, expected `path` (hint: check the spelling against schema/mutationpolicy.schema.json)",
     );
 }

@@ -302,7 +302,9 @@ impl SelectorChanges {
         let slot = match blocker {
             Blocker::Labels => &mut self.labels,
             Blocker::Annotations => &mut self.annotations,
-            Blocker::Field(_) | Blocker::Anything => return blocker.may_have_changed(touched),
+            Blocker::Name | Blocker::Field(_) | Blocker::Anything => {
+                return blocker.may_have_changed(touched);
+            }
         };
         *slot.get_or_insert_with(|| blocker.may_have_changed(touched))
     }

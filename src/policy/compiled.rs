@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use regex::Regex;
 use serde_json::Value;
 
-use super::model::{FailurePolicy, Mode};
+use super::model::{FailurePolicy, Mode, Position};
 use crate::engine::path::JsonPath;
 use crate::expr::template::Template;
 use crate::expr::{Expression, Needs};
@@ -176,7 +176,7 @@ impl ResourceRule {
     }
 }
 
-/// A namespace name or a `*` glob.
+/// A namespace or object name, or a `*` glob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePattern(pub String);
 
@@ -247,6 +247,8 @@ pub struct Conditions {
     /// Empty means any operation.
     pub operations: Operations,
     pub namespaces: Vec<NamePattern>,
+    /// Object names (`metadata.name`, else `metadata.generateName`); empty means any.
+    pub names: Vec<NamePattern>,
     /// Requirements on the labels of the request's namespace; `None` when not given.
     pub namespace_selector: Option<Vec<Requirement>>,
     pub labels: Vec<Requirement>,
@@ -267,10 +269,18 @@ pub enum MutationKind {
     Set {
         path: JsonPath,
         value: ValueSource,
+        if_absent: bool,
     },
     Merge {
         path: Option<JsonPath>,
         value: ValueSource,
+        if_absent: bool,
+        position: Position,
+    },
+    Append {
+        path: JsonPath,
+        value: ValueSource,
+        position: Position,
     },
     Remove {
         path: JsonPath,
@@ -282,8 +292,18 @@ pub enum MutationKind {
 pub struct CompiledMutation {
     /// Where the mutation is written, for messages: `spec.mutations[0].set`.
     pub field: String,
+    /// The elements the mutation runs once for; its paths are then relative to each.
+    pub foreach: Option<Foreach>,
     pub when: Option<Expression>,
     pub kind: MutationKind,
+}
+
+/// A mutation's `foreach`: where it is written and the elements it selects.
+#[derive(Debug)]
+pub struct Foreach {
+    /// `spec.mutations[0].foreach`, for messages.
+    pub field: String,
+    pub path: JsonPath,
 }
 
 #[derive(Debug)]
