@@ -187,6 +187,37 @@ fn a_mutation_with_two_kinds() {
     );
 }
 
+/// Misused `foreach`, `@` paths, `element`, `append` and `names` are each named with
+/// the field and a hint.
+#[test]
+fn misused_mutation_kinds() {
+    let text = policy(
+        "misused",
+        concat!(
+            "  match:\n    resources: [pods]\n    names: [web]\n",
+            "  mutations:\n",
+            "    - foreach: \"$.spec.containers[*]\"\n      set: {path: $.spec.x, value: 1}\n",
+            "    - set: {path: \"@.x\", value: 1}\n",
+            "    - set: {path: $.x, value: \"{{ element.name }}\"}\n",
+            "    - foreach: \"$.spec.containers[*]\"\n      jsonPatch: [{op: add, path: /x, value: 1}]\n",
+            "    - append: {path: $.spec.tolerations, value: {key: a}}\n",
+            "    - foreach: \"$.spec.containers[*]\"\n      remove: {path: \"@\"}\n",
+            "    - when: \"index > 0\"\n      set: {path: $.a, value: 1}\n",
+        ),
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:8: warning: policy misused: spec.match.names[0]: \"web\" has no `*`: a Pod made from a template has only metadata.generateName at CREATE, which is what names compares then, so this never matches such a Pod (hint: write web-* to match generated names too, or match on labels)\n\
+         a.yaml:11: policy misused: spec.mutations[0].set.path: under foreach, paths start at the element with @ (hint: write @.spec.x)\n\
+         a.yaml:12: policy misused: spec.mutations[1].set.path: a path starting with @ is relative to a foreach element, and this mutation has no foreach (hint: write $.x, or add foreach)\n\
+         a.yaml:13: policy misused: spec.mutations[2].set.value: `element` and `index` are bound only in a mutation with foreach (hint: add foreach: <JSONPath> to the mutation, or read the value from object)\n\
+         a.yaml:15: policy misused: spec.mutations[3].jsonPatch: jsonPatch cannot run under foreach: its pointers are not relative to an element (hint: use set, merge, append or remove, whose paths start at the element with @)\n\
+         a.yaml:16: policy misused: spec.mutations[4].append.value: append takes a list of the items to add (hint: wrap the item in a list: value: [{key: example, operator: Exists}])\n\
+         a.yaml:18: policy misused: spec.mutations[5].remove.path: a foreach mutation cannot remove its element (hint: remove with a filter instead: remove: {path: \"$.spec.containers[?@.name == 'debug']\"})\n\
+         a.yaml:19: policy misused: spec.mutations[6].when: `element` and `index` are bound only in a mutation with foreach (hint: add foreach: <JSONPath> to the mutation, or read the value from object)",
+    );
+}
+
 #[test]
 fn protected_metadata_fields() {
     let text = policy(
