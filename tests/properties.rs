@@ -592,6 +592,34 @@ proptest! {
         converges(&pod_request(object, "ns"), &set)?;
     }
 
+    /// The same policies with `podControllers`, on a Deployment whose pod template is
+    /// such a pod: the patch applies and the second pass is empty.
+    #[test]
+    fn reach_policies_converge_on_pod_templates(
+        text in policy_text(reach_edit, true),
+        pod in pod_with_containers(),
+    ) {
+        // The first `spec` of each document is the policy's; later ones are in fragments.
+        let text = text
+            .split("\n---\n")
+            .map(|document| document.replacen("\"spec\":{", "\"spec\":{\"podControllers\":true,", 1))
+            .collect::<Vec<_>>()
+            .join("\n---\n");
+        let set = load(&text)?;
+        let mut template = json!({"spec": pod["spec"]});
+        template["metadata"] = json!({
+            "labels": pod["metadata"]["labels"],
+            "annotations": pod["metadata"]["annotations"],
+        });
+        let deployment = json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"replicas": 2, "template": template},
+        });
+        converges(&pod_request(deployment, "ns"), &set)?;
+    }
+
     /// With removes too (remove then set of the same path is not idempotent by
     /// construction), the patch still always applies and the response is well formed,
     /// in both AdmissionReview versions.

@@ -6,13 +6,15 @@
 //! its mutations (phase 2), and keep or roll back the change. The patch is
 //! `json_patch::diff(original, mutated)` (taken over the subtrees policies wrote, whose
 //! original values `touched` keeps, so the object is edited in place and never copied
-//! whole), never assembled by hand.
+//! whole), never assembled by hand. A Pod policy with `podControllers` runs on a
+//! controller's pod template as on a Pod (`pod_template`).
 
 mod diff;
 pub mod edit;
 mod lookup;
 pub mod matching;
 pub mod path;
+mod pod_template;
 mod run;
 mod touched;
 
@@ -21,6 +23,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::admission::AdmissionRequest;
+use crate::k8s::pod_controllers;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::Operation;
 use crate::policy::model::FailurePolicy;
@@ -203,7 +206,23 @@ pub fn evaluate_in_place(
             }
             looked = true;
             seen[i] = Some(version);
-            let outcome = run_policy(policy, &facts, request, &shared, &mut working);
+            let controller = policy
+                .pod_controllers
+                .then(|| {
+                    pod_controllers::controller(facts.group, facts.resource, facts.subresource)
+                })
+                .flatten();
+            let outcome = match controller {
+                Some(controller) => pod_template::run_on_template(
+                    policy,
+                    controller,
+                    &facts,
+                    request,
+                    &shared,
+                    &mut working,
+                ),
+                None => run_policy(policy, &facts, request, &shared, &mut working),
+            };
             blocked[i] = None;
             let (result, warning) = match outcome {
                 PolicyRun::NotForRequest => {

@@ -9,10 +9,12 @@
 //! - [`multus`]: the `k8s.v1.cni.cncf.io/networks` annotation, parse and merge.
 //! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
 //! - [`resources`]: the resource names of the built-in API groups.
+//! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
 
 pub mod merge_keys;
 pub mod multus;
 pub mod ordinal;
+pub mod pod_controllers;
 pub mod quantity;
 pub mod resources;
 

@@ -55,6 +55,19 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
         );
     }
     let matcher = compiler.conditions("spec.match", &spec.match_);
+    let matches_pods = matcher.resources.iter().any(|rule| {
+        rule.group.as_deref().is_none_or(str::is_empty)
+            && (rule.resource == "pods" || rule.resource == "*")
+            && rule.subresource.is_none()
+    });
+    if spec.pod_controllers && !matches_pods {
+        compiler.error(
+            "spec.podControllers",
+            "podControllers",
+            "podControllers applies a Pod policy to pod templates, and match.resources does not list pods",
+            Some("add pods to match.resources, or remove podControllers"),
+        );
+    }
     let exclude = spec.exclude.as_ref().map(|exclude| {
         if is_empty_match(exclude) {
             compiler.error(
@@ -84,6 +97,7 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
         order: spec.order,
         failure_policy: spec.failure_policy,
         mode: spec.mode,
+        pod_controllers: spec.pod_controllers,
         file: parsed.file.clone(),
         matcher,
         exclude,

@@ -325,6 +325,8 @@ pub struct CompiledPolicy {
     pub order: i32,
     pub failure_policy: FailurePolicy,
     pub mode: Mode,
+    /// Also applies to the pod templates of the built-in controllers.
+    pub pod_controllers: bool,
     pub file: PathBuf,
     pub matcher: Conditions,
     pub exclude: Option<Conditions>,

@@ -55,6 +55,11 @@ pub struct PolicySpec {
     /// Free data, available to expressions as `params`.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub params: Value,
+    /// Also apply this Pod policy to the pod templates of Deployments, ReplicaSets,
+    /// StatefulSets, DaemonSets, Jobs (`spec.template`) and CronJobs
+    /// (`spec.jobTemplate.spec.template`): the template is matched and mutated as a Pod.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pod_controllers: bool,
     /// Which requests the policy applies to.
     #[serde(rename = "match")]
     pub match_: Match,
