@@ -236,3 +236,35 @@ fn pod_controllers_need_a_pod_policy() {
         "{text}"
     );
 }
+
+/// The server's lean parse of a Deployment review (the object without managedFields)
+/// answers as the full parse does, with the patch under the template.
+#[test]
+fn the_lean_review_of_a_deployment_answers_alike() {
+    let set = load(&policy("  podControllers: true\n", PULL_ALWAYS));
+    let mut object = deployment("web");
+    object["metadata"]["managedFields"] = json!([{"manager": "kubectl", "operation": "Update"}]);
+    let body = json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "7c0e0bb8-0d1c-4c53-9a0e-6a1d8a6c1f00",
+            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+            "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+            "namespace": "ns",
+            "operation": "CREATE",
+            "userInfo": {"username": "u"},
+            "object": object,
+        }
+    })
+    .to_string()
+    .into_bytes();
+    let namespaces = graft::namespaces::NamespaceMap::new([], "none");
+    let full = graft::admission::review(&body, &set, &namespaces).unwrap();
+    let lean = graft::admission::review_lean(&body, &set, &namespaces).unwrap();
+    assert_eq!(lean.to_json(), full.to_json());
+    assert_eq!(
+        serde_json::to_value(&full.evaluation.patch).unwrap(),
+        json!([{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy", "value": "Always"}])
+    );
+}
