@@ -203,6 +203,7 @@ fn misused_mutation_kinds() {
             "    - append: {path: $.spec.tolerations, value: {key: a}}\n",
             "    - foreach: \"$.spec.containers[*]\"\n      remove: {path: \"@\"}\n",
             "    - when: \"index > 0\"\n      set: {path: $.a, value: 1}\n",
+            "    - merge: {ifAbsent: true, value: {spec: {hostNetwork: null}}}\n",
         ),
     );
     check(
@@ -214,7 +215,8 @@ fn misused_mutation_kinds() {
          a.yaml:15: policy misused: spec.mutations[3].jsonPatch: jsonPatch cannot run under foreach: its pointers are not relative to an element (hint: use set, merge, append or remove, whose paths start at the element with @)\n\
          a.yaml:16: policy misused: spec.mutations[4].append.value: append takes a list of the items to add (hint: wrap the item in a list: value: [{key: example, operator: Exists}])\n\
          a.yaml:18: policy misused: spec.mutations[5].remove.path: a foreach mutation cannot remove its element (hint: remove with a filter instead: remove: {path: \"$.spec.containers[?@.name == 'debug']\"})\n\
-         a.yaml:19: policy misused: spec.mutations[6].when: `element` and `index` are bound only in a mutation with foreach (hint: add foreach: <JSONPath> to the mutation, or read the value from object)",
+         a.yaml:19: policy misused: spec.mutations[6].when: `element` and `index` are bound only in a mutation with foreach (hint: add foreach: <JSONPath> to the mutation, or read the value from object)\n\
+         a.yaml:21: warning: policy misused: spec.mutations[7].merge.value: with ifAbsent a null removes nothing: the key is left as it is (hint: drop the null, or remove the key in a merge without ifAbsent)",
     );
 }
 

@@ -749,6 +749,14 @@ impl Compiler<'_> {
                     &merge.value,
                 );
             }
+            if merge.if_absent && holds_null(&merge.value) {
+                self.warning_with_hint(
+                    &format!("{field}.value"),
+                    "null",
+                    "with ifAbsent a null removes nothing: the key is left as it is",
+                    "drop the null, or remove the key in a merge without ifAbsent",
+                );
+            }
             let value = self.template(&format!("{field}.value"), &merge.value)?;
             Some((
                 field,
@@ -995,6 +1003,15 @@ impl Compiler<'_> {
                 None
             }
         }
+    }
+}
+
+/// Whether a merge fragment holds a `null` map value anywhere.
+fn holds_null(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.values().any(|v| v.is_null() || holds_null(v)),
+        Value::Array(items) => items.iter().any(holds_null),
+        _ => false,
     }
 }
 
