@@ -85,7 +85,7 @@ fn unknown_fields_name_the_field_and_line() {
     );
     check(
         &[("a.yaml", &text)],
-        "a.yaml:10: policy typo: spec.mutations[0].set.pth: unknown field `pth`, expected `path` or `value` (hint: check the spelling against schema/mutationpolicy.schema.json)",
+        "a.yaml:10: policy typo: spec.mutations[0].set.pth: unknown field `pth`, expected one of `path`, `value`, `ifAbsent` (hint: check the spelling against schema/mutationpolicy.schema.json)",
     );
 }
 
@@ -183,7 +183,40 @@ fn a_mutation_with_two_kinds() {
     );
     check(
         &[("a.yaml", &text)],
-        "a.yaml:9: policy two: spec.mutations[0]: a mutation needs exactly one of set, merge, remove, jsonPatch (hint: split it into one list item per change)",
+        "a.yaml:9: policy two: spec.mutations[0]: a mutation needs exactly one of set, merge, append, remove, jsonPatch (hint: split it into one list item per change)",
+    );
+}
+
+/// Misused `foreach`, `@` paths, `element`, `append` and `names` are each named with
+/// the field and a hint.
+#[test]
+fn misused_mutation_kinds() {
+    let text = policy(
+        "misused",
+        concat!(
+            "  match:\n    resources: [pods]\n    names: [web]\n",
+            "  mutations:\n",
+            "    - foreach: \"$.spec.containers[*]\"\n      set: {path: $.spec.x, value: 1}\n",
+            "    - set: {path: \"@.x\", value: 1}\n",
+            "    - set: {path: $.x, value: \"{{ element.name }}\"}\n",
+            "    - foreach: \"$.spec.containers[*]\"\n      jsonPatch: [{op: add, path: /x, value: 1}]\n",
+            "    - append: {path: $.spec.tolerations, value: {key: a}}\n",
+            "    - foreach: \"$.spec.containers[*]\"\n      remove: {path: \"@\"}\n",
+            "    - when: \"index > 0\"\n      set: {path: $.a, value: 1}\n",
+            "    - merge: {ifAbsent: true, value: {spec: {hostNetwork: null}}}\n",
+        ),
+    );
+    check(
+        &[("a.yaml", &text)],
+        "a.yaml:8: warning: policy misused: spec.match.names[0]: \"web\" has no `*`: a Pod made from a template has only metadata.generateName at CREATE, which is what names compares then, so this never matches such a Pod (hint: write web-* to match generated names too, or match on labels)\n\
+         a.yaml:11: policy misused: spec.mutations[0].set.path: under foreach, paths start at the element with @ (hint: write @.spec.x)\n\
+         a.yaml:12: policy misused: spec.mutations[1].set.path: a path starting with @ is relative to a foreach element, and this mutation has no foreach (hint: write $.x, or add foreach)\n\
+         a.yaml:13: policy misused: spec.mutations[2].set.value: `element` and `index` are bound only in a mutation with foreach (hint: add foreach: <JSONPath> to the mutation, or read the value from object)\n\
+         a.yaml:15: policy misused: spec.mutations[3].jsonPatch: jsonPatch cannot run under foreach: its pointers are not relative to an element (hint: use set, merge, append or remove, whose paths start at the element with @)\n\
+         a.yaml:16: policy misused: spec.mutations[4].append.value: append takes a list of the items to add (hint: wrap the item in a list: value: [{key: example, operator: Exists}])\n\
+         a.yaml:18: policy misused: spec.mutations[5].remove.path: a foreach mutation cannot remove its element (hint: remove with a filter instead: remove: {path: \"$.spec.containers[?@.name == 'debug']\"})\n\
+         a.yaml:19: policy misused: spec.mutations[6].when: `element` and `index` are bound only in a mutation with foreach (hint: add foreach: <JSONPath> to the mutation, or read the value from object)\n\
+         a.yaml:21: warning: policy misused: spec.mutations[7].merge.value: with ifAbsent a null removes nothing: the key is left as it is (hint: drop the null, or remove the key in a merge without ifAbsent)",
     );
 }
 
@@ -494,9 +527,9 @@ fn every_unknown_field_of_a_document_is_reported_at_once() {
     );
     check(
         &[("a.yaml", &text)],
-        "a.yaml:8: policy typos: spec.match.operation: unknown field `operation`, expected one of `resources`, `operations`, `namespaces`, `namespaceSelector`, `labels`, `labelSelector`, `annotations`, `annotationSelector`, `fields`, `cel` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
-         a.yaml:11: policy typos: spec.mutations[0].set.pth: unknown field `pth`, expected `path` or `value` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
-         a.yaml:13: policy typos: spec.mutations[0].whne: unknown field `whne`, expected one of `set`, `merge`, `remove`, `jsonPatch`, `when` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+        "a.yaml:8: policy typos: spec.match.operation: unknown field `operation`, expected one of `resources`, `operations`, `namespaces`, `names`, `namespaceSelector`, `labels`, `labelSelector`, `annotations`, `annotationSelector`, `fields`, `cel` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:11: policy typos: spec.mutations[0].set.pth: unknown field `pth`, expected one of `path`, `value`, `ifAbsent` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
+         a.yaml:13: policy typos: spec.mutations[0].whne: unknown field `whne`, expected one of `foreach`, `set`, `merge`, `append`, `remove`, `jsonPatch`, `when` (hint: check the spelling against schema/mutationpolicy.schema.json)\n\
          a.yaml:14: policy typos: spec.mutations[1].remove.paths: unknown field `paths`, expected `path` (hint: check the spelling against schema/mutationpolicy.schema.json)",
     );
 }

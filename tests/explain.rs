@@ -310,3 +310,28 @@ fn explaining_evaluates_exactly_as_the_server_does() {
     assert_eq!(explained.evaluation, evaluated);
     assert!(matches!(verdict(&explained, "b"), Verdict::Applied { .. }));
 }
+
+#[test]
+fn names_are_reported_with_the_name_or_the_generate_name() {
+    let set = load(&[policy(
+        "api-pods",
+        json!({"match": {"resources": ["pods"], "names": ["api-*"]}, "mutations": set_label("a")}),
+    )]);
+    let explanation = run(
+        &set,
+        pod(json!({}), json!({})),
+        "CREATE",
+        &NamespaceData::NotLookedUp,
+    );
+    assert_eq!(
+        condition(&explanation, "api-pods"),
+        "match.names: want api-*, got web-0"
+    );
+    let mut generated = pod(json!({}), json!({}));
+    generated["metadata"] = json!({"generateName": "web-7d9f8-", "namespace": "apps"});
+    let explanation = run(&set, generated, "CREATE", &NamespaceData::NotLookedUp);
+    assert_eq!(
+        condition(&explanation, "api-pods"),
+        "match.names: want api-*, got generateName web-7d9f8-"
+    );
+}

@@ -107,6 +107,49 @@ fn object() -> impl Strategy<Value = Value> {
     })
 }
 
+/// A pod-shaped object whose spec has containers (named `c0`, `c1`, ...) with random
+/// fields, and maybe init containers, for the `foreach` mutations to run over.
+fn pod_with_containers() -> impl Strategy<Value = Value> {
+    (object(), containers("c"), prop::option::of(containers("i"))).prop_map(
+        |(mut object, containers, init)| {
+            let mut spec = match object.get("spec") {
+                Some(Value::Object(spec)) => spec.clone(),
+                _ => Map::new(),
+            };
+            spec.insert("containers".into(), Value::Array(containers));
+            if let Some(init) = init {
+                spec.insert("initContainers".into(), Value::Array(init));
+            }
+            object["spec"] = Value::Object(spec);
+            object
+        },
+    )
+}
+
+/// Up to three containers named `PREFIX0`, `PREFIX1`, ..., with random fields.
+fn containers(prefix: &'static str) -> impl Strategy<Value = Vec<Value>> {
+    (0usize..4).prop_flat_map(move |n| {
+        (0..n)
+            .map(|i| container(format!("{prefix}{i}")))
+            .collect::<Vec<_>>()
+    })
+}
+
+fn container(name: String) -> impl Strategy<Value = Value> {
+    (
+        prop::collection::btree_map(key(), value(), 0..3),
+        any::<bool>(),
+    )
+        .prop_map(move |(fields, image)| {
+            let mut container: Map<String, Value> = fields.into_iter().collect();
+            container.insert("name".into(), name.clone().into());
+            if image {
+                container.insert("image".into(), "img:1".into());
+            }
+            Value::Object(container)
+        })
+}
+
 /// A JSONPath to a location under `spec` or in labels and annotations, in bracket
 /// notation so every key is quoted.
 fn path() -> impl Strategy<Value = String> {
@@ -173,6 +216,26 @@ enum Edit {
     Remove(String),
     /// Raw RFC 6902 operations.
     JsonPatch(Vec<Value>),
+    /// `set` with `ifAbsent`.
+    SetIfAbsent(String, Value),
+    /// `merge` with `ifAbsent`.
+    MergeIfAbsent(String, Value),
+    /// `append` of the items, last or first.
+    Append(String, Vec<Value>, bool),
+    /// A named ephemeral container merged in, last or first (into a list no `foreach`
+    /// selects: a policy that adds an element another policy's `foreach` already ran over
+    /// leaves that element to the next review, by design).
+    Inject(String, bool),
+    /// A `foreach` over the containers, an optional `when`, and the edit under it.
+    Foreach(Option<&'static str>, ElementEdit),
+}
+
+/// What a `foreach` does to each container, under a key of the container.
+#[derive(Debug, Clone)]
+enum ElementEdit {
+    Set(String, Value, bool),
+    Merge(String, Value, bool),
+    Append(String, Vec<Value>),
 }
 
 impl Edit {
@@ -183,8 +246,74 @@ impl Edit {
             Edit::MergeRoot(key, value) => json!({"merge": {"value": {"spec": {key: value}}}}),
             Edit::Remove(path) => json!({"remove": {"path": path}}),
             Edit::JsonPatch(operations) => json!({"jsonPatch": operations}),
+            Edit::SetIfAbsent(path, value) => {
+                json!({"set": {"path": path, "value": value, "ifAbsent": true}})
+            }
+            Edit::MergeIfAbsent(path, value) => {
+                json!({"merge": {"path": path, "value": value, "ifAbsent": true}})
+            }
+            Edit::Append(path, items, first) => {
+                json!({"append": {"path": path, "value": items, "position": position(*first)}})
+            }
+            Edit::Inject(name, first) => json!({"merge": {
+                "value": {"spec": {"ephemeralContainers": [{"name": name, "image": "debug"}]}},
+                "position": position(*first),
+            }}),
+            Edit::Foreach(when, edit) => {
+                let mut mutation = match edit {
+                    ElementEdit::Set(key, value, if_absent) => json!({"set": {
+                        "path": format!("@['{key}']"), "value": value, "ifAbsent": if_absent}}),
+                    ElementEdit::Merge(key, value, if_absent) => json!({"merge": {
+                        "value": {key: value}, "ifAbsent": if_absent}}),
+                    ElementEdit::Append(key, items) => json!({"append": {
+                        "path": format!("@['{key}']"), "value": items}}),
+                };
+                mutation["foreach"] = json!("$.spec['containers','initContainers'][*]");
+                if let Some(when) = when {
+                    mutation["when"] = json!(when);
+                }
+                mutation
+            }
         }
     }
+}
+
+fn position(first: bool) -> &'static str {
+    if first { "First" } else { "Last" }
+}
+
+/// The mutation kinds of `foreach`, `ifAbsent`, `append` and `position`, writing only
+/// where the policy owns the keys (and init container names): idempotent by
+/// construction. No policy adds or removes containers or init containers, which the
+/// `foreach`es select.
+fn reach_edit(owner: Option<usize>) -> BoxedStrategy<Edit> {
+    let container_key = match owner {
+        Some(owner) => prop::sample::select(owned(KEYS, owner))
+            .prop_map(str::to_string)
+            .boxed(),
+        None => key().boxed(),
+    };
+    let items = || prop::collection::vec(literal(), 0..3);
+    let when = prop::option::of(prop::sample::select(
+        &["element.name == 'c1'", "index > 0", "!has(element.image)"][..],
+    ));
+    let element_edit = prop_oneof![
+        (container_key.clone(), literal(), any::<bool>())
+            .prop_map(|(k, v, a)| ElementEdit::Set(k, v, a)),
+        (container_key.clone(), literal(), any::<bool>())
+            .prop_map(|(k, v, a)| ElementEdit::Merge(k, v, a)),
+        (container_key, items()).prop_map(|(k, i)| ElementEdit::Append(k, i)),
+    ];
+    let injected = format!("debug-{}", owner.unwrap_or(0));
+    prop_oneof![
+        2 => literal_edit(owner),
+        1 => (write_path(owner), literal()).prop_map(|(p, v)| Edit::SetIfAbsent(p, v)),
+        1 => (write_path(owner), literal()).prop_map(|(p, v)| Edit::MergeIfAbsent(p, v)),
+        1 => (write_path(owner), items(), any::<bool>()).prop_map(|(p, i, f)| Edit::Append(p, i, f)),
+        1 => any::<bool>().prop_map(move |first| Edit::Inject(injected.clone(), first)),
+        3 => (when, element_edit).prop_map(|(w, e)| Edit::Foreach(w, e)),
+    ]
+    .boxed()
 }
 
 /// Set and merge of literals: idempotent by construction.
@@ -201,6 +330,7 @@ fn literal_edit(owner: Option<usize>) -> BoxedStrategy<Edit> {
 fn any_edit(_owner: Option<usize>) -> BoxedStrategy<Edit> {
     prop_oneof![
         3 => literal_edit(None),
+        2 => reach_edit(None),
         1 => path().prop_map(Edit::Remove),
         1 => prop::collection::vec(json_patch_operation(), 1..3).prop_map(Edit::JsonPatch),
     ]
@@ -446,6 +576,48 @@ proptest! {
         let set = load(&text)?;
         reviewed(&set, &object, admission::API_VERSION_V1)?;
         converges(&pod_request(object, "ns"), &set)?;
+    }
+
+    /// `foreach`, `ifAbsent`, `append` and `position: First`, with set and merge, by
+    /// policies that own disjoint keys: the patch applies to the original and the second
+    /// pass is empty. With `failurePolicy: Ignore`, a policy that fails (an append to a
+    /// value that is not a list, a set through a scalar element) leaves no trace.
+    #[test]
+    fn reach_policies_converge_in_one_pass(
+        text in policy_text(reach_edit, true),
+        object in pod_with_containers(),
+    ) {
+        let set = load(&text)?;
+        reviewed(&set, &object, admission::API_VERSION_V1)?;
+        converges(&pod_request(object, "ns"), &set)?;
+    }
+
+    /// The same policies with `podControllers`, on a Deployment whose pod template is
+    /// such a pod: the patch applies and the second pass is empty.
+    #[test]
+    fn reach_policies_converge_on_pod_templates(
+        text in policy_text(reach_edit, true),
+        pod in pod_with_containers(),
+    ) {
+        // The first `spec` of each document is the policy's; later ones are in fragments.
+        let text = text
+            .split("\n---\n")
+            .map(|document| document.replacen("\"spec\":{", "\"spec\":{\"podControllers\":true,", 1))
+            .collect::<Vec<_>>()
+            .join("\n---\n");
+        let set = load(&text)?;
+        let mut template = json!({"spec": pod["spec"]});
+        template["metadata"] = json!({
+            "labels": pod["metadata"]["labels"],
+            "annotations": pod["metadata"]["annotations"],
+        });
+        let deployment = json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"replicas": 2, "template": template},
+        });
+        converges(&pod_request(deployment, "ns"), &set)?;
     }
 
     /// With removes too (remove then set of the same path is not idempotent by

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::path::{self, Token, array_index};
 use crate::k8s::merge_keys;
+use crate::policy::model::Position;
 
 /// Why an edit could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,6 +24,8 @@ pub enum EditError {
     IndexOutOfRange { at: String, index: i64, len: usize },
     #[error("cannot set {at}: a list index under a missing parent")]
     IndexUnderMissingParent { at: String },
+    #[error("cannot append to {at}: it is a {kind}, not a list")]
+    NotAList { at: String, kind: &'static str },
     #[error("JSON Patch failed: {0}")]
     JsonPatch(String),
     #[error(
@@ -33,6 +36,15 @@ pub enum EditError {
         key: &'static str,
         item: usize,
     },
+}
+
+/// How [`Editor::merge_with`] treats what is already there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergeOptions {
+    /// Add only absent keys and keyed items; replace, remove and merge into nothing.
+    pub if_absent: bool,
+    /// Where new items of lists merged by key go.
+    pub position: Position,
 }
 
 #[derive(Debug)]
@@ -232,6 +244,17 @@ impl<'d> Editor<'d> {
     /// empty fragment list changes nothing; new items are appended. Any other value,
     /// other lists included, replaces what is there.
     pub fn merge(&mut self, at: &[Token], fragment: Value) -> Result<(), EditError> {
+        self.merge_with(at, fragment, MergeOptions::default())
+    }
+
+    /// [`Editor::merge`], adding only what is absent and putting new keyed items where
+    /// `options` say.
+    pub fn merge_with(
+        &mut self,
+        at: &[Token],
+        fragment: Value,
+        options: MergeOptions,
+    ) -> Result<(), EditError> {
         let existing = path::get(self.document, at);
         let mut location = at.to_vec();
         if existing.is_none_or(Value::is_null) {
@@ -240,10 +263,80 @@ impl<'d> Editor<'d> {
                 None => Ok(()),
             };
         }
-        self.merge_into(&mut location, fragment)
+        self.merge_into(&mut location, fragment, options)
     }
 
-    fn merge_into(&mut self, location: &mut Vec<Token>, fragment: Value) -> Result<(), EditError> {
+    /// Adds each of `items` to the list at `at` unless an equal item is already there;
+    /// creates the list when it is absent. Equal means equal JSON, key order aside.
+    pub fn append(
+        &mut self,
+        at: &[Token],
+        items: Vec<Value>,
+        position: Position,
+    ) -> Result<(), EditError> {
+        let len = match path::get(self.document, at) {
+            None | Some(Value::Null) => {
+                let mut unique: Vec<Value> = Vec::with_capacity(items.len());
+                for item in items {
+                    if !unique.contains(&item) {
+                        unique.push(item);
+                    }
+                }
+                if unique.is_empty() {
+                    return Ok(());
+                }
+                return self.set(at, Value::Array(unique));
+            }
+            Some(Value::Array(existing)) => existing.len(),
+            Some(other) => {
+                return Err(EditError::NotAList {
+                    at: path::display(at),
+                    kind: kind_of(other),
+                });
+            }
+        };
+        let mut next = match position {
+            Position::First => 0,
+            Position::Last => len,
+        };
+        let mut location = at.to_vec();
+        for item in items {
+            let present = path::get(self.document, at)
+                .and_then(Value::as_array)
+                .is_some_and(|list| list.contains(&item));
+            if present {
+                continue;
+            }
+            location.push(Token::Index(next as i64));
+            self.insert(&location, item);
+            location.pop();
+            next += 1;
+        }
+        Ok(())
+    }
+
+    /// Inserts `value` into a list before the index `at` ends with (at the end when
+    /// the index is the length), shifting the items after it.
+    fn insert(&mut self, at: &[Token], value: Value) {
+        let Some((Token::Index(index), parents)) = at.split_last() else {
+            return;
+        };
+        let Some(Value::Array(items)) = path::get_mut(self.document, parents) else {
+            return;
+        };
+        let i = usize::try_from(*index).unwrap_or(0).min(items.len());
+        items.insert(i, value);
+        let mut inserted = parents.to_vec();
+        inserted.push(Token::Index(i as i64));
+        self.record(|| Undo::Remove { at: inserted });
+    }
+
+    fn merge_into(
+        &mut self,
+        location: &mut Vec<Token>,
+        fragment: Value,
+        options: MergeOptions,
+    ) -> Result<(), EditError> {
         let Some(target) = path::get(self.document, location) else {
             return Ok(());
         };
@@ -253,6 +346,7 @@ impl<'d> Editor<'d> {
                     location.push(Token::Key(key));
                     let present = path::get(self.document, location).is_some();
                     let merged = match (present, value) {
+                        (true, Value::Null) if options.if_absent => Ok(()),
                         (true, Value::Null) => {
                             self.remove(location);
                             Ok(())
@@ -263,7 +357,7 @@ impl<'d> Editor<'d> {
                             Ok(None) => Ok(()),
                             Err(error) => Err(error),
                         },
-                        (true, value) => self.merge_into(location, value),
+                        (true, value) => self.merge_into(location, value, options),
                     };
                     location.pop();
                     merged?;
@@ -272,6 +366,7 @@ impl<'d> Editor<'d> {
             }
             (Value::Array(items), Value::Array(fragment_items), Some(key)) => {
                 let mut len = items.len();
+                let mut added = 0;
                 for (item_index, item) in fragment_items.into_iter().enumerate() {
                     let Some(id) = item.get(key).filter(|id| !id.is_null()).cloned() else {
                         return Err(EditError::MergeKeyMissing {
@@ -283,12 +378,21 @@ impl<'d> Editor<'d> {
                     let existing = path::get(self.document, location)
                         .and_then(Value::as_array)
                         .and_then(|items| items.iter().position(|i| i.get(key) == Some(&id)));
-                    let index = existing.unwrap_or(len);
+                    let index = existing.unwrap_or(match options.position {
+                        Position::First => added,
+                        Position::Last => len,
+                    });
                     location.push(Token::Index(index as i64));
                     let merged = match existing {
-                        Some(_) => self.merge_into(location, item),
+                        // An item with the same key is set, whatever its fields: filling
+                        // in a volume of another kind would give it two sources.
+                        Some(_) if options.if_absent => Ok(()),
+                        Some(_) => self.merge_into(location, item, options),
                         None => match insertable(item, location) {
-                            Ok(Some(item)) => self.put(location, item),
+                            Ok(Some(item)) => {
+                                self.insert(location, item);
+                                Ok(())
+                            }
                             Ok(None) => Ok(()),
                             Err(error) => Err(error),
                         },
@@ -297,10 +401,13 @@ impl<'d> Editor<'d> {
                     merged?;
                     if existing.is_none() {
                         len += 1;
+                        added += 1;
                     }
                 }
                 Ok(())
             }
+            // Something is set here, and it is not merged into: kept as it is.
+            (target, _, _) if options.if_absent && !target.is_null() => Ok(()),
             (target, fragment, _) => {
                 let Some(fragment) = insertable(fragment, location)? else {
                     return Ok(());

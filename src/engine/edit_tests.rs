@@ -1,6 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::policy::model::Position;
 
 fn key(k: &str) -> Token {
     Token::Key(k.to_string())
@@ -244,5 +245,164 @@ fn remove_missing_is_no_change() {
         |editor| editor.remove(&[key("b")]),
         json!({"a": 1}),
         false,
+    );
+}
+
+fn if_absent() -> MergeOptions {
+    MergeOptions {
+        if_absent: true,
+        position: Position::Last,
+    }
+}
+
+/// With `if_absent`, a merge adds keys and named items that are missing, at any depth,
+/// and replaces, removes or merges into nothing: a named item that is there stays as it is.
+#[test]
+fn merge_if_absent_adds_only_what_is_missing() {
+    check(
+        json!({"spec": {"securityContext": {"runAsNonRoot": false, "other": 1},
+                        "containers": [{"name": "app", "image": "a"}], "args": ["x"]}}),
+        |editor| {
+            editor
+                .merge_with(
+                    &[],
+                    json!({"spec": {
+                        "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}, "other": null},
+                        "containers": [{"name": "app", "image": "b", "imagePullPolicy": "Always"}, {"name": "side", "image": "s"}],
+                        "args": ["y"],
+                        "hostNetwork": false
+                    }}),
+                    if_absent(),
+                )
+                .unwrap();
+        },
+        json!({"spec": {"securityContext": {"runAsNonRoot": false, "other": 1, "seccompProfile": {"type": "RuntimeDefault"}},
+                        "containers": [{"name": "app", "image": "a"}, {"name": "side", "image": "s"}],
+                        "args": ["x"], "hostNetwork": false}}),
+        true,
+    );
+}
+
+/// A null value counts as absent.
+#[test]
+fn merge_if_absent_fills_a_null() {
+    check(
+        json!({"spec": {"dnsPolicy": null}}),
+        |editor| {
+            editor
+                .merge_with(&[], json!({"spec": {"dnsPolicy": "None"}}), if_absent())
+                .unwrap();
+        },
+        json!({"spec": {"dnsPolicy": "None"}}),
+        true,
+    );
+}
+
+/// `Position::First` puts new named items before the existing ones, in the order given,
+/// and leaves existing items where they are.
+#[test]
+fn merge_first_puts_new_named_items_first() {
+    let options = MergeOptions {
+        if_absent: false,
+        position: Position::First,
+    };
+    check(
+        json!({"spec": {"initContainers": [{"name": "a"}, {"name": "b"}]}}),
+        |editor| {
+            editor
+                .merge_with(
+                    &[],
+                    json!({"spec": {"initContainers": [{"name": "x"}, {"name": "b", "image": "i"}, {"name": "y"}]}}),
+                    options,
+                )
+                .unwrap();
+        },
+        json!({"spec": {"initContainers": [{"name": "x"}, {"name": "y"}, {"name": "a"}, {"name": "b", "image": "i"}]}}),
+        true,
+    );
+}
+
+#[test]
+fn append_adds_items_not_already_there() {
+    let tolerations = [key("spec"), key("tolerations")];
+    check(
+        json!({"spec": {"tolerations": [{"key": "a", "operator": "Exists"}]}}),
+        |editor| {
+            editor
+                .append(
+                    &tolerations,
+                    vec![
+                        json!({"operator": "Exists", "key": "a"}),
+                        json!({"key": "b", "operator": "Exists"}),
+                        json!({"key": "b", "operator": "Exists"}),
+                    ],
+                    Position::Last,
+                )
+                .unwrap();
+        },
+        json!({"spec": {"tolerations": [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}]}}),
+        true,
+    );
+    check(
+        json!({"spec": {"args": ["--v"]}}),
+        |editor| {
+            editor
+                .append(
+                    &[key("spec"), key("args")],
+                    vec![json!("--a"), json!("--v"), json!("--b")],
+                    Position::First,
+                )
+                .unwrap();
+        },
+        json!({"spec": {"args": ["--a", "--b", "--v"]}}),
+        true,
+    );
+}
+
+#[test]
+fn append_creates_a_missing_list_and_changes_nothing_when_all_are_there() {
+    check(
+        json!({"spec": {}}),
+        |editor| {
+            editor
+                .append(
+                    &[key("spec"), key("imagePullSecrets")],
+                    vec![json!({"name": "r"}), json!({"name": "r"})],
+                    Position::Last,
+                )
+                .unwrap();
+        },
+        json!({"spec": {"imagePullSecrets": [{"name": "r"}]}}),
+        true,
+    );
+    check(
+        json!({"spec": {"args": ["a"]}}),
+        |editor| {
+            editor
+                .append(
+                    &[key("spec"), key("args")],
+                    vec![json!("a")],
+                    Position::First,
+                )
+                .unwrap();
+        },
+        json!({"spec": {"args": ["a"]}}),
+        false,
+    );
+}
+
+#[test]
+fn append_to_a_value_that_is_not_a_list_fails() {
+    let mut doc = json!({"spec": {"args": "a"}});
+    let error = Editor::new(&mut doc, false)
+        .append(
+            &[key("spec"), key("args")],
+            vec![json!("b")],
+            Position::Last,
+        )
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "cannot append to $.spec.args: it is a string, not a list"
     );
 }

@@ -315,6 +315,23 @@ fn object_condition(
             None => "match.cel".to_string(),
         },
         Blocker::Excluded => excluded_condition(policy, facts),
+        Blocker::Name => {
+            let want: Vec<String> = conditions.names.iter().map(|p| p.0.clone()).collect();
+            let metadata = |key: &str| {
+                child(child(object, "metadata")?, key)?
+                    .as_str()
+                    .filter(|text| !text.is_empty())
+            };
+            let got = match (metadata("name"), metadata("generateName")) {
+                (Some(name), _) => name.to_string(),
+                (None, Some(prefix)) => format!("generateName {prefix}"),
+                (None, None) => "no name".to_string(),
+            };
+            format!("match.names: want {}, got {got}", either(&want))
+        }
+        Blocker::Template => {
+            "the controller's pod template, evaluated as a Pod, does not match (explain the template as a Pod to see which condition)".to_string()
+        }
     }
 }
 

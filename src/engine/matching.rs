@@ -160,6 +160,9 @@ pub fn object_blocker<'c>(
     conditions: &'c Conditions,
     object: &Value,
 ) -> Result<Option<Blocker<'c>>, FieldTestError<'c>> {
+    if !conditions.names.is_empty() && !name_matches(conditions, object) {
+        return Ok(Some(Blocker::Name));
+    }
     // The maps are looked up only when a selector needs them: with hundreds of
     // candidate policies, most of them have no annotation selector.
     if !conditions.labels.is_empty()
@@ -184,9 +187,27 @@ pub fn object_blocker<'c>(
     Ok(None)
 }
 
+/// Whether a `names` pattern matches the object's name or, for an object created
+/// with only `generateName`, its generateName.
+fn name_matches(conditions: &Conditions, object: &Value) -> bool {
+    let metadata = child(object, "metadata");
+    let text = |key: &str| {
+        metadata
+            .and_then(|m| child(m, key))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let Some(name) = text("name").or_else(|| text("generateName")) else {
+        return false;
+    };
+    conditions.names.iter().any(|pattern| pattern.matches(name))
+}
+
 /// What kept a policy from matching the object.
 #[derive(Debug, Clone, Copy)]
 pub enum Blocker<'c> {
+    /// `names`: only a change of `generateName` can lift it (policies cannot change names).
+    Name,
     Labels,
     Annotations,
     /// A field test on this path.
@@ -195,16 +216,20 @@ pub enum Blocker<'c> {
     MatchCel,
     /// The `exclude` block held (its CEL condition too, if it has one).
     Excluded,
+    /// A `podControllers` policy did not match the controller's pod template; what kept
+    /// it out lives under the template, so any change may lift it.
+    Template,
 }
 
 impl Blocker<'_> {
     /// Whether the writes recorded in `touched` may have removed the blocker.
     pub fn may_have_changed(&self, touched: &Touched) -> bool {
         match self {
+            Blocker::Name => touched.intersects(["metadata", "generateName"]),
             Blocker::Labels => touched.intersects(["metadata", "labels"]),
             Blocker::Annotations => touched.intersects(["metadata", "annotations"]),
             Blocker::Field(path) => touched.intersects(path.leading_keys()),
-            Blocker::MatchCel | Blocker::Excluded => touched.intersects([]),
+            Blocker::MatchCel | Blocker::Excluded | Blocker::Template => touched.intersects([]),
         }
     }
 }

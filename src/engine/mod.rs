@@ -6,7 +6,8 @@
 //! its mutations (phase 2), and keep or roll back the change. The patch is
 //! `json_patch::diff(original, mutated)` (taken over the subtrees policies wrote, whose
 //! original values `touched` keeps, so the object is edited in place and never copied
-//! whole), never assembled by hand.
+//! whole), never assembled by hand. A Pod policy with `podControllers` runs on a
+//! controller's pod template as on a Pod (`pod_template`).
 
 mod diff;
 pub mod edit;
@@ -14,6 +15,7 @@ pub mod explain;
 mod lookup;
 pub mod matching;
 pub mod path;
+mod pod_template;
 mod run;
 mod touched;
 
@@ -22,6 +24,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::admission::AdmissionRequest;
+use crate::k8s::pod_controllers;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::Operation;
 use crate::policy::model::FailurePolicy;
@@ -236,7 +239,23 @@ fn evaluate_observed(
             looked = true;
             seen[i] = Some(version);
             observer.before(policy, working.document);
-            let outcome = run_policy(policy, &facts, request, &shared, &mut working);
+            let controller = policy
+                .pod_controllers
+                .then(|| {
+                    pod_controllers::controller(facts.group, facts.resource, facts.subresource)
+                })
+                .flatten();
+            let outcome = match controller {
+                Some(controller) => pod_template::run_on_template(
+                    policy,
+                    controller,
+                    &facts,
+                    request,
+                    &shared,
+                    &mut working,
+                ),
+                None => run_policy(policy, &facts, request, &shared, &mut working),
+            };
             observer.after(policy, &facts, &outcome, working.document);
             blocked[i] = None;
             let (result, warning) = match outcome {
@@ -336,7 +355,11 @@ impl SelectorChanges {
         let slot = match blocker {
             Blocker::Labels => &mut self.labels,
             Blocker::Annotations => &mut self.annotations,
-            Blocker::Field(_) | Blocker::MatchCel | Blocker::Excluded => {
+            Blocker::Name
+            | Blocker::Field(_)
+            | Blocker::MatchCel
+            | Blocker::Excluded
+            | Blocker::Template => {
                 return blocker.may_have_changed(touched);
             }
         };

@@ -5,15 +5,18 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
-use super::edit::Editor;
+use super::edit::{Editor, MergeOptions};
 use super::matching::{
     Block, Blocker, ConditionError, RequestFacts, exclude_holds, namespace_selector_holds,
     object_blocker, request_matches,
 };
+use super::path::{self, Token};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
 use crate::expr::{Bindings, Expression, Scope};
-use crate::policy::compiled::{CompiledPolicy, MutationKind, ValueSource};
+use crate::policy::compiled::{
+    CompiledMutation, CompiledPolicy, Foreach, MutationKind, ValueSource,
+};
 use crate::policy::model::{FailurePolicy, Mode};
 
 /// What running one policy did.
@@ -93,10 +96,23 @@ impl SharedBindings {
     }
 }
 
-/// A mutation with its value rendered, ready to apply.
+/// A mutation with its values rendered, ready to apply.
 struct Planned<'p> {
     field: &'p str,
     kind: &'p MutationKind,
+    /// Under `foreach`: the `foreach` and every element location it selected, so the
+    /// apply phase can tell when an earlier mutation moved the elements.
+    foreach: Option<(&'p Foreach, Vec<Vec<Token>>)>,
+    /// Where the mutation applies: once at the root, or once per element whose `when`
+    /// held.
+    targets: Vec<Target>,
+}
+
+/// One application of a mutation.
+struct Target {
+    /// Where its paths start: the root, or a `foreach` element.
+    base: Vec<Token>,
+    /// The rendered value, for the kinds that take one.
     value: Option<Value>,
 }
 
@@ -188,7 +204,7 @@ pub fn run_policy<'p>(
             };
             Scope::new(bindings, policy.needs)
         });
-        match plan_policy(policy, excluded_declaratively, scope.as_mut()) {
+        match plan_policy(policy, view, excluded_declaratively, scope.as_mut()) {
             Ok(Ok(plan)) => plan,
             Ok(Err(blocker)) => return PolicyRun::NotMatched(blocker),
             Err(error) => return PolicyRun::Failed(error),
@@ -241,6 +257,7 @@ pub fn run_policy<'p>(
 /// policy does not apply.
 fn plan_policy<'p>(
     policy: &'p CompiledPolicy,
+    object: &Value,
     excluded_declaratively: bool,
     mut scope: Option<&mut Scope<'_>>,
 ) -> Result<Result<Vec<Planned<'p>>, Blocker<'p>>, Failure> {
@@ -274,36 +291,132 @@ fn plan_policy<'p>(
     }
     let mut plan = Vec::with_capacity(policy.mutations.len());
     for mutation in &policy.mutations {
-        if let Some(when) = &mutation.when
-            && !condition_holds(scope.as_deref(), when, &when_field(&mutation.field))?
-        {
-            continue;
-        }
-        let source = match &mutation.kind {
-            MutationKind::Set { value, .. } | MutationKind::Merge { value, .. } => Some(value),
-            MutationKind::Remove { .. } | MutationKind::JsonPatch(_) => None,
-        };
-        let value = match source {
-            Some(ValueSource::Literal(value)) => Some(value.clone()),
-            Some(ValueSource::Template(template)) => {
-                let scope = scope
-                    .as_deref()
-                    .ok_or_else(|| failure(&mutation.field, "template needs a CEL scope"))?;
-                Some(
-                    template
-                        .render(scope)
-                        .map_err(|e| failure(format!("{}.value", mutation.field), e))?,
-                )
+        let planned = match &mutation.foreach {
+            None => {
+                plan_target(mutation, Vec::new(), scope.as_deref(), "")?.map(|target| Planned {
+                    field: &mutation.field,
+                    kind: &mutation.kind,
+                    foreach: None,
+                    targets: vec![target],
+                })
             }
-            None => None,
+            Some(foreach) => Some(plan_foreach(
+                mutation,
+                foreach,
+                object,
+                scope.as_deref_mut(),
+            )?),
         };
-        plan.push(Planned {
-            field: &mutation.field,
-            kind: &mutation.kind,
-            value,
-        });
+        plan.extend(planned);
     }
     Ok(Ok(plan))
+}
+
+/// Plans a `foreach` mutation: `element` and `index` are bound for each selected
+/// element in turn, and unbound afterwards.
+fn plan_foreach<'p>(
+    mutation: &'p CompiledMutation,
+    foreach: &'p Foreach,
+    object: &Value,
+    mut scope: Option<&mut Scope<'_>>,
+) -> Result<Planned<'p>, Failure> {
+    let locations = foreach
+        .path
+        .locations(object)
+        .map_err(|e| failure(&foreach.field, e))?;
+    let mut targets = Vec::with_capacity(locations.len());
+    let mut planned = Ok(());
+    // Converting each element costs: only when the mutation's CEL reads it.
+    let binds_element = reads_element(mutation);
+    for (position, location) in locations.iter().enumerate() {
+        let element = path::get(object, location).unwrap_or(&Value::Null);
+        // An element's index is its position in its list; a value of a map has none,
+        // and gets its position in the selection.
+        let index = match location.last() {
+            Some(Token::Index(index)) => *index,
+            _ => position as i64,
+        };
+        if let Some(scope) = scope.as_deref_mut()
+            && binds_element
+        {
+            scope.set_element(Some((element, index)));
+        }
+        let at = format!(" (element {})", path::display(location));
+        match plan_target(mutation, location.clone(), scope.as_deref(), &at) {
+            Ok(target) => targets.extend(target),
+            Err(error) => {
+                planned = Err(error);
+                break;
+            }
+        }
+    }
+    if let Some(scope) = scope {
+        scope.set_element(None);
+    }
+    planned?;
+    Ok(Planned {
+        field: &mutation.field,
+        kind: &mutation.kind,
+        foreach: Some((foreach, locations)),
+        targets,
+    })
+}
+
+/// Whether the mutation's `when` or template refers to `element` or `index`.
+fn reads_element(mutation: &CompiledMutation) -> bool {
+    let template = match &mutation.kind {
+        MutationKind::Set { value, .. }
+        | MutationKind::Merge { value, .. }
+        | MutationKind::Append { value, .. } => match value {
+            ValueSource::Template(template) => template.needs().element,
+            ValueSource::Literal(_) => false,
+        },
+        MutationKind::Remove { .. } | MutationKind::JsonPatch(_) => false,
+    };
+    template
+        || mutation
+            .when
+            .as_ref()
+            .is_some_and(|when| when.needs().element)
+}
+
+/// Evaluates a mutation's `when` and renders its value for one target; `None` when
+/// `when` is false. `element` names the element in messages (empty at the root).
+fn plan_target(
+    mutation: &CompiledMutation,
+    base: Vec<Token>,
+    scope: Option<&Scope<'_>>,
+    element: &str,
+) -> Result<Option<Target>, Failure> {
+    if let Some(when) = &mutation.when
+        && !condition_holds(
+            scope,
+            when,
+            &format!("{}{element}", when_field(&mutation.field)),
+        )?
+    {
+        return Ok(None);
+    }
+    let source = match &mutation.kind {
+        MutationKind::Set { value, .. }
+        | MutationKind::Merge { value, .. }
+        | MutationKind::Append { value, .. } => Some(value),
+        MutationKind::Remove { .. } | MutationKind::JsonPatch(_) => None,
+    };
+    let value = match source {
+        Some(ValueSource::Literal(value)) => Some(value.clone()),
+        Some(ValueSource::Template(template)) => {
+            let scope =
+                scope.ok_or_else(|| failure(&mutation.field, "template needs a CEL scope"))?;
+            Some(
+                template
+                    .render(scope)
+                    .map_err(|e| failure(format!("{}.value{element}", mutation.field), e))?,
+            )
+        }
+        None => None,
+    };
+    Ok(Some(Target { base, value }))
 }
 
 fn condition_holds(
@@ -323,51 +436,153 @@ fn apply(
     touched: &mut Touched,
 ) -> Result<(), Failure> {
     for planned in plan {
-        let field = planned.field;
-        match (planned.kind, planned.value) {
-            (MutationKind::Set { path, .. }, Some(value)) => {
-                let locations = path
-                    .write_locations(editor.document())
-                    .map_err(|e| failure(format!("{field}.path"), e))?;
-                for location in locations {
-                    touched.record(editor.document(), &location);
-                    editor
-                        .set(&location, value.clone())
-                        .map_err(|e| failure(format!("{field}.path"), e))?;
-                }
-            }
-            (MutationKind::Merge { path, .. }, Some(value)) => {
-                let locations = match path {
-                    None => vec![Vec::new()],
-                    Some(path) => path
-                        .write_locations(editor.document())
-                        .map_err(|e| failure(format!("{field}.path"), e))?,
-                };
-                for location in locations {
-                    touched.record_merge(editor.document(), &location, &value);
-                    editor
-                        .merge(&location, value.clone())
-                        .map_err(|e| failure(format!("{field}.value"), e))?;
-                }
-            }
-            (MutationKind::Remove { path }, _) => {
-                let locations = path
-                    .locations(editor.document())
-                    .map_err(|e| failure(format!("{field}.path"), e))?;
-                // Later locations first, so list indices stay valid while removing.
-                for location in locations.iter().rev() {
-                    touched.record(editor.document(), location);
-                    editor.remove(location);
-                }
-            }
-            (MutationKind::JsonPatch(patch), _) => {
-                for operation in &patch.0 {
-                    touched.record_operation(editor.document(), operation);
-                }
-                editor.json_patch(patch).map_err(|e| failure(field, e))?;
-            }
-            (MutationKind::Set { .. } | MutationKind::Merge { .. }, None) => {}
+        if let Some((foreach, selected)) = &planned.foreach {
+            check_elements(editor.document(), foreach, selected)?;
         }
+        for target in planned.targets {
+            apply_target(editor, (planned.field, planned.kind), target, touched)?;
+        }
+    }
+    Ok(())
+}
+
+/// The elements a `foreach` planned for must still be where they were: an earlier
+/// mutation of the same policy that added or removed some would send the writes to
+/// the wrong element.
+fn check_elements(
+    document: &Value,
+    foreach: &Foreach,
+    selected: &[Vec<Token>],
+) -> Result<(), Failure> {
+    let now = foreach
+        .path
+        .locations(document)
+        .map_err(|e| failure(&foreach.field, e))?;
+    if now != selected {
+        return Err(failure(
+            &foreach.field,
+            format!(
+                "an earlier mutation of this policy changed the elements {} selects ({} before, {} now), \
+                 and foreach reads them as the policy found the object; put this mutation first, or in a \
+                 policy of its own with a higher order",
+                foreach.path.source(),
+                selected.len(),
+                now.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The locations `path` selects for writing below `base`, as absolute locations.
+fn below(
+    document: &Value,
+    base: &[Token],
+    path: &path::JsonPath,
+    write: bool,
+) -> Result<Vec<Vec<Token>>, path::PathError> {
+    let Some(start) = path::get(document, base) else {
+        return Ok(Vec::new());
+    };
+    let relative = if write {
+        path.write_locations(start)?
+    } else {
+        path.locations(start)?
+    };
+    Ok(relative
+        .into_iter()
+        .map(|tail| base.iter().cloned().chain(tail).collect())
+        .collect())
+}
+
+fn apply_target(
+    editor: &mut Editor<'_>,
+    (field, kind): (&str, &MutationKind),
+    target: Target,
+    touched: &mut Touched,
+) -> Result<(), Failure> {
+    let Target { base, value } = target;
+    match (kind, value) {
+        (
+            MutationKind::Set {
+                path, if_absent, ..
+            },
+            Some(value),
+        ) => {
+            let locations = below(editor.document(), &base, path, true)
+                .map_err(|e| failure(format!("{field}.path"), e))?;
+            for location in locations {
+                if *if_absent
+                    && path::get(editor.document(), &location).is_some_and(|v| !v.is_null())
+                {
+                    continue;
+                }
+                touched.record(editor.document(), &location);
+                editor
+                    .set(&location, value.clone())
+                    .map_err(|e| failure(format!("{field}.path"), e))?;
+            }
+        }
+        (
+            MutationKind::Merge {
+                path,
+                if_absent,
+                position,
+                ..
+            },
+            Some(value),
+        ) => {
+            let locations = match path {
+                None => vec![base],
+                Some(path) => below(editor.document(), &base, path, true)
+                    .map_err(|e| failure(format!("{field}.path"), e))?,
+            };
+            let options = MergeOptions {
+                if_absent: *if_absent,
+                position: *position,
+            };
+            for location in locations {
+                touched.record_merge(editor.document(), &location, &value);
+                editor
+                    .merge_with(&location, value.clone(), options)
+                    .map_err(|e| failure(format!("{field}.value"), e))?;
+            }
+        }
+        (MutationKind::Append { path, position, .. }, Some(value)) => {
+            let Value::Array(items) = value else {
+                return Err(failure(
+                    format!("{field}.value"),
+                    format!("append takes a list of the items to add, and the value is {value}"),
+                ));
+            };
+            let locations = below(editor.document(), &base, path, true)
+                .map_err(|e| failure(format!("{field}.path"), e))?;
+            for location in locations {
+                touched.record(editor.document(), &location);
+                editor
+                    .append(&location, items.clone(), *position)
+                    .map_err(|e| failure(format!("{field}.path"), e))?;
+            }
+        }
+        (MutationKind::Remove { path }, _) => {
+            let locations = below(editor.document(), &base, path, false)
+                .map_err(|e| failure(format!("{field}.path"), e))?;
+            // Later locations first, so list indices stay valid while removing.
+            for location in locations.iter().rev() {
+                touched.record(editor.document(), location);
+                editor.remove(location);
+            }
+        }
+        (MutationKind::JsonPatch(patch), _) => {
+            for operation in &patch.0 {
+                touched.record_operation(editor.document(), operation);
+            }
+            editor.json_patch(patch).map_err(|e| failure(field, e))?;
+        }
+        (
+            MutationKind::Set { .. } | MutationKind::Merge { .. } | MutationKind::Append { .. },
+            None,
+        ) => {}
     }
     Ok(())
 }

@@ -5,8 +5,8 @@
 //! expression instead, and holds:
 //!
 //! - every identifier to a variable graft binds (`object`, `oldObject`, `request`,
-//!   `params`, `variables`, `namespaceObject`), a comprehension's own variables, or a
-//!   type name (`int`, `string`, ...);
+//!   `params`, `variables`, `namespaceObject`; `element` and `index` under a `foreach`),
+//!   a comprehension's own variables, or a type name (`int`, `string`, ...);
 //! - every call to a function, method or macro of [`super::catalog`], with one of its
 //!   arities;
 //! - `request.X` to the fields graft puts in `request`, `params.X` to the keys the
@@ -58,6 +58,10 @@ pub const ROOTS: [&str; 6] = [
     "params",
     "variables",
 ];
+
+/// The variables bound under a mutation's `foreach` only (the policy compiler holds
+/// them to it).
+pub const FOREACH_ROOTS: [&str; 2] = ["element", "index"];
 
 /// The fields of `request` ([`crate::engine::request_binding`]), and those of its
 /// nested objects.
@@ -163,7 +167,7 @@ impl Checker<'_> {
 
     /// The names an identifier may be: the variables and the comprehensions' own.
     fn names(&self) -> impl Iterator<Item = &str> + Clone {
-        ROOTS.iter().copied().chain(
+        ROOTS.iter().chain(&FOREACH_ROOTS).copied().chain(
             self.locals
                 .iter()
                 .map(String::as_str)
@@ -174,6 +178,7 @@ impl Checker<'_> {
     fn ident(&self, name: &str) -> Result<(), CheckError> {
         if self.is_local(name)
             || ROOTS.contains(&name)
+            || FOREACH_ROOTS.contains(&name)
             || self.env.types().find_type(name).is_some()
         {
             return Ok(());
@@ -182,7 +187,13 @@ impl Checker<'_> {
         Err(CheckError {
             message: format!("unknown name {name}"),
             hint: Some(suggest(name, known).map_or_else(
-                || format!("the variables are {}", ROOTS.join(", ")),
+                || {
+                    format!(
+                        "the variables are {} (and {} under a foreach)",
+                        ROOTS.join(", "),
+                        FOREACH_ROOTS.join(", ")
+                    )
+                },
                 |best| format!("did you mean {best}?"),
             )),
         })
@@ -278,6 +289,7 @@ impl Checker<'_> {
                 if let Some((root, fields)) = chain(target)
                     && !self.is_local(root)
                     && !ROOTS.contains(&root)
+                    && !FOREACH_ROOTS.contains(&root)
                     && self.env.types().find_type(root).is_none()
                 {
                     let qualified = std::iter::once(root)

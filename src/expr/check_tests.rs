@@ -53,6 +53,8 @@ fn identifiers_resolve_to_variables_comprehension_variables_and_types() {
         "type(object) == map && type(1) == int && type('') == string && type(null) == null_type",
         "[bool, bytes, double, list, type, uint].size() == 6",
         "int('1') + dyn(1) == 2 && uint(1) == 1u && double(1) == 1.0",
+        // Bound under a foreach (which the policy compiler checks), methods included.
+        "element.image.startsWith('docker.io/') && index >= 0",
     ]);
     fails(&[
         (
@@ -69,7 +71,7 @@ fn identifiers_resolve_to_variables_comprehension_variables_and_types() {
             "object.spec.containers.all(c, true) && c.image == ''",
             "unknown name c",
             Some(
-                "the variables are object, oldObject, namespaceObject, request, params, variables",
+                "the variables are object, oldObject, namespaceObject, request, params, variables (and element, index under a foreach)",
             ),
         ),
         (

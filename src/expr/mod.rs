@@ -68,6 +68,8 @@ pub struct Needs {
     pub request: bool,
     pub params: bool,
     pub variables: bool,
+    /// `element` or `index`: bound only under a mutation's `foreach`.
+    pub element: bool,
     /// Which parts of `object` are read, when `object` is.
     pub object_parts: ObjectParts,
 }
@@ -81,6 +83,7 @@ impl Needs {
             request: self.request || other.request,
             params: self.params || other.params,
             variables: self.variables || other.variables,
+            element: self.element || other.element,
             object_parts: self.object_parts.union(other.object_parts),
         }
     }
@@ -100,6 +103,7 @@ impl Needs {
             request: references.has_variable("request"),
             params: references.has_variable("params"),
             variables: references.has_variable("variables"),
+            element: references.has_variable("element") || references.has_variable("index"),
         }
     }
 }
@@ -199,6 +203,9 @@ pub struct Bindings<'a> {
     pub params: &'a Value,
 }
 
+/// `element` and `index`, converted once per element.
+type Element = (Box<dyn Val + 'static>, Box<dyn Val + 'static>);
+
 /// One policy evaluation's CEL context: built once, used for all of the policy's expressions.
 pub struct Scope<'a> {
     vars: Vars<'a>,
@@ -224,6 +231,8 @@ struct Vars<'a> {
     /// The first variable that could not be converted, reported by every
     /// later evaluation that refers to `variables`.
     variables_error: Option<ExprError>,
+    /// `element` and `index`, while a `foreach` mutation's element is evaluated.
+    element: Option<Result<Element, ExprError>>,
 }
 
 impl<'a> Scope<'a> {
@@ -246,6 +255,7 @@ impl<'a> Scope<'a> {
                 params: OnceLock::new(),
                 variables: CelMap::from(HashMap::new()),
                 variables_error: None,
+                element: None,
             },
         };
         // Errors resurface at the first evaluation that needs the variable.
@@ -267,6 +277,14 @@ impl<'a> Scope<'a> {
         let mut map = std::mem::replace(&mut self.vars.variables, empty).into_inner();
         map.insert(CelMapKey::String(CelString::from(name.to_owned())), value);
         self.vars.variables = CelMap::from(map);
+    }
+
+    /// Binds `element` and `index` for the evaluations that follow, or unbinds them.
+    pub fn set_element(&mut self, element: Option<(&Value, i64)>) {
+        self.vars.element = element.map(|(value, index)| {
+            let index: Box<dyn Val + 'static> = Box::new(cel::common::types::CelInt::from(index));
+            convert::json_to_owned_val(value).map(|value| (value, index))
+        });
     }
 
     pub fn evaluate(&self, expression: &Expression) -> Result<Value, ExprError> {
@@ -323,6 +341,11 @@ impl<'a> Vars<'a> {
                 return Err(error.clone());
             }
         }
+        if needs.element
+            && let Some(Err(error)) = &self.element
+        {
+            return Err(error.clone());
+        }
         match &self.variables_error {
             Some(error) if needs.variables => Err(error.clone()),
             _ => Ok(()),
@@ -365,6 +388,15 @@ impl VariableResolver for Vars<'_> {
             "request" => self.lookup(&self.request, Some(self.bindings.request)),
             "params" => self.lookup(&self.params, Some(self.bindings.params)),
             "variables" => Some(CowVal::Borrowed(&self.variables)),
+            "element" | "index" => {
+                let (element, index) = self.element.as_ref()?.as_ref().ok()?;
+                let value = if variable == "element" {
+                    element
+                } else {
+                    index
+                };
+                Some(CowVal::Borrowed(value.as_ref()))
+            }
             _ => None,
         }
     }

@@ -10,11 +10,13 @@
 //! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
 //! - [`resources`]: the resource names of the built-in API groups.
 //! - [`image`]: container image references, parsed and normalised.
+//! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
 
 pub mod image;
 pub mod merge_keys;
 pub mod multus;
 pub mod ordinal;
+pub mod pod_controllers;
 pub mod quantity;
 pub mod resources;
 

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::compiled::{
     CompiledMutation, CompiledPolicy, CompiledValidation, CompiledVariable, Conditions, FieldCheck,
-    FieldTest, MutationKind, NamePattern, Operation, Operations, Requirement, ResourceRule,
-    ValueSource,
+    FieldTest, Foreach, MutationKind, NamePattern, Operation, Operations, Requirement,
+    ResourceRule, ValueSource,
 };
 use super::findings::Finding;
 use super::load::{ParsedDocument, locate_field, locate_in};
@@ -33,6 +33,9 @@ struct Compiler<'a> {
     /// The variables compiled so far: those an expression compiled now may refer to.
     visible_variables: Vec<String>,
     all_variables: Vec<String>,
+    /// True while compiling a mutation with `foreach`: only there are `element` and
+    /// `index` bound.
+    in_foreach: bool,
 }
 
 /// Compiles one document; `None` when it has errors (all of them are in `findings`).
@@ -51,6 +54,7 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
             .iter()
             .map(|v| v.name.clone())
             .collect(),
+        in_foreach: false,
     };
     let spec = &parsed.document.spec;
     if spec.match_.resources.is_empty() {
@@ -62,6 +66,19 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
         );
     }
     let matcher = compiler.conditions("spec.match", &spec.match_);
+    let matches_pods = matcher.resources.iter().any(|rule| {
+        rule.group.as_deref().is_none_or(str::is_empty)
+            && (rule.resource == "pods" || rule.resource == "*")
+            && rule.subresource.is_none()
+    });
+    if spec.pod_controllers && !matches_pods {
+        compiler.error(
+            "spec.podControllers",
+            "podControllers",
+            "podControllers applies a Pod policy to pod templates, and match.resources does not list pods",
+            Some("add pods to match.resources, or remove podControllers"),
+        );
+    }
     let exclude = spec.exclude.as_ref().map(|exclude| {
         if is_empty_match(exclude) {
             compiler.error(
@@ -91,6 +108,7 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
         order: spec.order,
         failure_policy: spec.failure_policy,
         mode: spec.mode,
+        pod_controllers: spec.pod_controllers,
         file: parsed.file.clone(),
         matcher,
         exclude,
@@ -179,6 +197,7 @@ fn is_empty_match(m: &Match) -> bool {
     m.resources.is_empty()
         && m.operations.is_empty()
         && m.namespaces.is_empty()
+        && m.names.is_empty()
         && m.namespace_selector.is_none()
         && m.labels.is_empty()
         && m.label_selector.is_none()
@@ -236,6 +255,9 @@ impl Compiler<'_> {
     fn expression(&mut self, field: &str, source: &str) -> Option<Expression> {
         match Expression::compile(source, &self.declarations()) {
             Ok(expression) => {
+                if !self.element_bound(field, source, expression.needs()) {
+                    return None;
+                }
                 self.needs = self.needs.union(expression.needs());
                 self.uses_cel = true;
                 self.expression_warnings(field, &expression);
@@ -246,6 +268,21 @@ impl Compiler<'_> {
                 None
             }
         }
+    }
+
+    /// `element` and `index` exist only under `foreach`; elsewhere CEL would fail on
+    /// every request with an undeclared reference.
+    fn element_bound(&mut self, field: &str, needle: &str, needs: Needs) -> bool {
+        if needs.element && !self.in_foreach {
+            self.error(
+                field,
+                needle,
+                "`element` and `index` are bound only in a mutation with foreach",
+                Some("add foreach: <JSONPath> to the mutation, or read the value from object"),
+            );
+            return false;
+        }
+        true
     }
 
     /// A built-in resource written as its kind or in the singular (`pod`, `Deployment`)
@@ -293,6 +330,9 @@ impl Compiler<'_> {
         match Template::compile(value, &self.declarations()) {
             Ok(template) if template.is_static() => Some(ValueSource::Literal(value.clone())),
             Ok(template) => {
+                if !self.element_bound(field, "{{", template.needs()) {
+                    return None;
+                }
                 self.needs = self.needs.union(template.needs());
                 self.uses_cel = true;
                 for (path, expression) in template.expressions() {
@@ -354,6 +394,8 @@ impl Compiler<'_> {
             .iter()
             .map(|n| NamePattern(n.clone()))
             .collect();
+        conditions.names = m.names.iter().map(|n| NamePattern(n.clone())).collect();
+        self.check_names(field, m, &conditions);
         conditions.namespace_selector = m.namespace_selector.as_ref().map(|selector| {
             let at = format!("{field}.namespaceSelector");
             let requirements =
@@ -394,6 +436,39 @@ impl Compiler<'_> {
             .as_ref()
             .and_then(|source| self.expression(&format!("{field}.cel"), source));
         conditions
+    }
+
+    /// A Pod made from a template (by a Deployment, a Job, ...) has only
+    /// `metadata.generateName` when it is created, and that is what `names` compares
+    /// then: a pattern without `*` never matches such a Pod.
+    fn check_names(&mut self, field: &str, m: &Match, conditions: &Conditions) {
+        let creates =
+            conditions.operations.is_empty() || conditions.operations.contains(Operation::Create);
+        let pods = conditions
+            .resources
+            .iter()
+            .any(|rule| rule.resource == "pods" || rule.resource == "*")
+            || conditions.resources.is_empty();
+        for (i, name) in m.names.iter().enumerate() {
+            let at = format!("{field}.names[{i}]");
+            if name.is_empty() {
+                self.error(&at, "names", "an empty name matches nothing", None);
+                continue;
+            }
+            if creates && pods && !name.contains('*') {
+                self.warning_with_hint(
+                    &at,
+                    name,
+                    &format!(
+                        "{name:?} has no `*`: a Pod made from a template has only metadata.generateName \
+                         at CREATE, which is what names compares then, so this never matches such a Pod"
+                    ),
+                    &format!(
+                        "write {name}-* to match generated names too, or match on labels"
+                    ),
+                );
+            }
+        }
     }
 
     fn operations(&mut self, field: &str, operations: &[String]) -> Operations {
@@ -623,6 +698,7 @@ impl Compiler<'_> {
         let given = [
             mutation.set.is_some(),
             mutation.merge.is_some(),
+            mutation.append.is_some(),
             mutation.remove.is_some(),
             mutation.json_patch.is_some(),
         ];
@@ -630,46 +706,173 @@ impl Compiler<'_> {
             self.error(
                 &base,
                 "mutations",
-                "a mutation needs exactly one of set, merge, remove, jsonPatch",
+                "a mutation needs exactly one of set, merge, append, remove, jsonPatch",
                 Some("split it into one list item per change"),
             );
             return None;
         }
-        let (field, kind) = if let Some(set) = &mutation.set {
+        let foreach = match &mutation.foreach {
+            Some(source) => {
+                let field = format!("{base}.foreach");
+                if source.trim_start().starts_with('@') {
+                    self.error(
+                        &field,
+                        source,
+                        "foreach selects from the object: its path starts with $",
+                        Some("for example $.spec['containers','initContainers'][*]"),
+                    );
+                    return None;
+                }
+                let path = self.path(&field, source)?;
+                Some(Foreach { field, path })
+            }
+            None => None,
+        };
+        self.in_foreach = foreach.is_some();
+        let compiled = self.mutation_kind(&base, mutation);
+        let when = match mutation.when.as_deref() {
+            Some(source) => self.expression(&format!("{base}.when"), source),
+            None => None,
+        };
+        self.in_foreach = false;
+        let (field, kind) = compiled?;
+        if mutation.when.is_some() && when.is_none() {
+            return None;
+        }
+        Some(CompiledMutation {
+            field,
+            foreach,
+            when,
+            kind,
+        })
+    }
+
+    fn mutation_kind(&mut self, base: &str, mutation: &Mutation) -> Option<(String, MutationKind)> {
+        if let Some(set) = &mutation.set {
             let field = format!("{base}.set");
             let path = self.target_path(&format!("{field}.path"), &set.path, false)?;
             let value = self.template(&format!("{field}.value"), &set.value)?;
-            (field, MutationKind::Set { path, value })
+            let if_absent = set.if_absent;
+            Some((
+                field,
+                MutationKind::Set {
+                    path,
+                    value,
+                    if_absent,
+                },
+            ))
         } else if let Some(merge) = &mutation.merge {
             let field = format!("{base}.merge");
             let path = match &merge.path {
                 Some(source) => Some(self.target_path(&format!("{field}.path"), source, true)?),
                 None => None,
             };
-            self.check_protected_fragment(&format!("{field}.value"), path.as_ref(), &merge.value);
+            if !self.in_foreach {
+                self.check_protected_fragment(
+                    &format!("{field}.value"),
+                    path.as_ref(),
+                    &merge.value,
+                );
+            }
+            if merge.if_absent && holds_null(&merge.value) {
+                self.warning_with_hint(
+                    &format!("{field}.value"),
+                    "null",
+                    "with ifAbsent a null removes nothing: the key is left as it is",
+                    "drop the null, or remove the key in a merge without ifAbsent",
+                );
+            }
             let value = self.template(&format!("{field}.value"), &merge.value)?;
-            (field, MutationKind::Merge { path, value })
+            Some((
+                field,
+                MutationKind::Merge {
+                    path,
+                    value,
+                    if_absent: merge.if_absent,
+                    position: merge.position,
+                },
+            ))
+        } else if let Some(append) = &mutation.append {
+            let field = format!("{base}.append");
+            let path = self.target_path(&format!("{field}.path"), &append.path, self.in_foreach)?;
+            if !append.value.is_array() && !append.value.is_string() {
+                self.error(
+                    &format!("{field}.value"),
+                    "value",
+                    "append takes a list of the items to add",
+                    Some("wrap the item in a list: value: [{key: example, operator: Exists}]"),
+                );
+                return None;
+            }
+            let value = self.template(&format!("{field}.value"), &append.value)?;
+            if let ValueSource::Literal(literal) = &value
+                && !literal.is_array()
+            {
+                self.error(
+                    &format!("{field}.value"),
+                    "value",
+                    "append takes a list of the items to add",
+                    Some("wrap the item in a list, or make the value one {{ expr }} giving a list"),
+                );
+                return None;
+            }
+            Some((
+                field,
+                MutationKind::Append {
+                    path,
+                    value,
+                    position: append.position,
+                },
+            ))
         } else if let Some(remove) = &mutation.remove {
             let field = format!("{base}.remove");
             let path = self.target_path(&format!("{field}.path"), &remove.path, false)?;
-            (field, MutationKind::Remove { path })
+            Some((field, MutationKind::Remove { path }))
         } else {
-            let operations = mutation.json_patch.as_deref().unwrap_or_default();
             let field = format!("{base}.jsonPatch");
+            if self.in_foreach {
+                self.error(
+                    &field,
+                    "jsonPatch",
+                    "jsonPatch cannot run under foreach: its pointers are not relative to an element",
+                    Some("use set, merge, append or remove, whose paths start at the element with @"),
+                );
+                return None;
+            }
+            let operations = mutation.json_patch.as_deref().unwrap_or_default();
             let patch = self.json_patch(&field, operations)?;
-            (field, MutationKind::JsonPatch(patch))
-        };
-        let when = match mutation.when.as_deref() {
-            Some(source) => Some(self.expression(&format!("{base}.when"), source)?),
-            None => None,
-        };
-        Some(CompiledMutation { field, when, kind })
+            Some((field, MutationKind::JsonPatch(patch)))
+        }
     }
 
     /// A path a mutation writes through: no descendant segments, not the root (except
-    /// for merge), and never a protected metadata field.
+    /// for merge, and under `foreach`, where the root is the element, except for
+    /// remove), and never a protected metadata field. Under `foreach` the path starts
+    /// with `@`, the element; elsewhere with `$`.
     fn target_path(&mut self, field: &str, source: &str, root_allowed: bool) -> Option<JsonPath> {
-        let path = self.path(field, source)?;
+        let trimmed = source.trim_start();
+        let relative = trimmed.starts_with('@');
+        if self.in_foreach != relative {
+            let (message, hint) = if self.in_foreach {
+                (
+                    "under foreach, paths start at the element with @",
+                    format!("write @{}", trimmed.trim_start_matches('$')),
+                )
+            } else {
+                (
+                    "a path starting with @ is relative to a foreach element, and this mutation has no foreach",
+                    format!("write ${}, or add foreach", trimmed.trim_start_matches('@')),
+                )
+            };
+            self.error(field, source, message, Some(&hint));
+            return None;
+        }
+        let absolute = if relative {
+            format!("${}", &trimmed[1..])
+        } else {
+            source.to_string()
+        };
+        let path = self.path(field, &absolute)?;
         if path.has_descendant() {
             self.error(
                 field,
@@ -679,7 +882,17 @@ impl Compiler<'_> {
             );
             return None;
         }
-        if path.is_root() && !root_allowed {
+        let is_remove = field.ends_with(".remove.path");
+        if path.is_root() && relative && is_remove {
+            self.error(
+                field,
+                source,
+                "a foreach mutation cannot remove its element",
+                Some("remove with a filter instead: remove: {path: \"$.spec.containers[?@.name == 'debug']\"}"),
+            );
+            return None;
+        }
+        if path.is_root() && !root_allowed && !relative {
             self.error(
                 field,
                 source,
@@ -688,7 +901,9 @@ impl Compiler<'_> {
             );
             return None;
         }
-        if let Some(tokens) = path.singular() {
+        if let Some(tokens) = path.singular()
+            && !relative
+        {
             if let Some(protected) = protected_field(tokens) {
                 self.error(
                     field,
@@ -813,6 +1028,15 @@ impl Compiler<'_> {
                 None
             }
         }
+    }
+}
+
+/// Whether a merge fragment holds a `null` map value anywhere.
+fn holds_null(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.values().any(|v| v.is_null() || holds_null(v)),
+        Value::Array(items) => items.iter().any(holds_null),
+        _ => false,
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use regex::Regex;
 use serde_json::Value;
 
-use super::model::{FailurePolicy, Mode};
+use super::model::{FailurePolicy, Mode, Position};
 use crate::engine::path::JsonPath;
 use crate::expr::template::Template;
 use crate::expr::{Expression, Needs};
@@ -195,7 +195,7 @@ impl std::fmt::Display for ResourceRule {
     }
 }
 
-/// A namespace name or a `*` glob.
+/// A namespace or object name, or a `*` glob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePattern(pub String);
 
@@ -266,6 +266,8 @@ pub struct Conditions {
     /// Empty means any operation.
     pub operations: Operations,
     pub namespaces: Vec<NamePattern>,
+    /// Object names (`metadata.name`, else `metadata.generateName`); empty means any.
+    pub names: Vec<NamePattern>,
     /// Requirements on the labels of the request's namespace; `None` when not given.
     pub namespace_selector: Option<Vec<Requirement>>,
     pub labels: Vec<Requirement>,
@@ -286,10 +288,18 @@ pub enum MutationKind {
     Set {
         path: JsonPath,
         value: ValueSource,
+        if_absent: bool,
     },
     Merge {
         path: Option<JsonPath>,
         value: ValueSource,
+        if_absent: bool,
+        position: Position,
+    },
+    Append {
+        path: JsonPath,
+        value: ValueSource,
+        position: Position,
     },
     Remove {
         path: JsonPath,
@@ -301,8 +311,18 @@ pub enum MutationKind {
 pub struct CompiledMutation {
     /// Where the mutation is written, for messages: `spec.mutations[0].set`.
     pub field: String,
+    /// The elements the mutation runs once for; its paths are then relative to each.
+    pub foreach: Option<Foreach>,
     pub when: Option<Expression>,
     pub kind: MutationKind,
+}
+
+/// A mutation's `foreach`: where it is written and the elements it selects.
+#[derive(Debug)]
+pub struct Foreach {
+    /// `spec.mutations[0].foreach`, for messages.
+    pub field: String,
+    pub path: JsonPath,
 }
 
 #[derive(Debug)]
@@ -324,6 +344,8 @@ pub struct CompiledPolicy {
     pub order: i32,
     pub failure_policy: FailurePolicy,
     pub mode: Mode,
+    /// Also applies to the pod templates of the built-in controllers.
+    pub pod_controllers: bool,
     pub file: PathBuf,
     pub matcher: Conditions,
     pub exclude: Option<Conditions>,

@@ -116,7 +116,8 @@ fn revision_of(sources: &[load::Source]) -> String {
 }
 
 /// The webhook rules that cover exactly what the policy set can match: one per
-/// resource rule of each policy's `spec.match`.
+/// resource rule of each policy's `spec.match`, and one per pod controller of each policy
+/// with `podControllers`.
 pub fn webhook_rules(set: &PolicySet) -> Vec<crate::webhook::PolicyRule> {
     let mut rules = Vec::new();
     for policy in set.policies() {
@@ -139,6 +140,18 @@ pub fn webhook_rules(set: &PolicySet) -> Vec<crate::webhook::PolicyRule> {
                 subresource: rule.subresource.clone(),
                 operations: operations.clone(),
             });
+        }
+        if policy.pod_controllers {
+            for controller in &crate::k8s::pod_controllers::POD_CONTROLLERS {
+                rules.push(crate::webhook::PolicyRule {
+                    policy: policy.name.clone(),
+                    group: controller.group.to_string(),
+                    version: "*".to_string(),
+                    resource: controller.resource.to_string(),
+                    subresource: None,
+                    operations: operations.clone(),
+                });
+            }
         }
     }
     rules

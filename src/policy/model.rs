@@ -55,6 +55,11 @@ pub struct PolicySpec {
     /// Free data, available to expressions as `params`.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub params: Value,
+    /// Also apply this Pod policy to the pod templates of Deployments, ReplicaSets,
+    /// StatefulSets, DaemonSets, Jobs (`spec.template`) and CronJobs
+    /// (`spec.jobTemplate.spec.template`): the template is matched and mutated as a Pod.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pod_controllers: bool,
     /// Which requests the policy applies to.
     #[serde(rename = "match")]
     pub match_: Match,
@@ -103,6 +108,11 @@ pub struct Match {
     /// Namespace names or `*` globs, compared with `request.namespace`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
+    /// Object names or `*` globs, compared with `metadata.name`; an object created with
+    /// only `metadata.generateName` is compared by its generateName (`web-*` matches the
+    /// generateName `web-`; `web` does not).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
     /// A label selector over the labels of the request's namespace, as a webhook's
     /// `namespaceSelector`: a Namespace object is matched on its own labels, and other
     /// cluster-scoped objects are never skipped because of it (it holds in `match` and
@@ -195,10 +205,16 @@ pub struct Validation {
     pub message: String,
 }
 
-/// One change to the object: exactly one of `set`, `merge`, `remove`, `jsonPatch`.
+/// One change to the object: exactly one of `set`, `merge`, `append`, `remove`, `jsonPatch`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Mutation {
+    /// Run the mutation once per value this JSONPath selects (every container, say:
+    /// `$.spec['containers','initContainers'][*]`). Its paths then start at the element,
+    /// with `@` (`@.imagePullPolicy`), and its `when` and templates see the element as
+    /// `element` and its position in its list as `index`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreach: Option<String>,
     /// Set the value at a JSONPath location, creating missing parents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set: Option<SetMutation>,
@@ -206,13 +222,17 @@ pub struct Mutation {
     /// `name`, volumeMounts by `mountPath`, ...) item by item; other values replace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeMutation>,
+    /// Add items to a list unless an equal item is already there (tolerations, args).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append: Option<AppendMutation>,
     /// Remove every location the JSONPath selects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove: Option<RemoveMutation>,
     /// Raw RFC 6902 operations, applied to the object as mutated so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_patch: Option<Vec<JsonPatchOperation>>,
-    /// Optional CEL condition; the mutation is skipped when it is false.
+    /// Optional CEL condition; the mutation is skipped when it is false. Under `foreach`
+    /// it is evaluated per element.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
 }
@@ -223,16 +243,61 @@ pub struct SetMutation {
     pub path: String,
     /// Any YAML value; strings may hold `{{ cel }}` templates.
     pub value: Value,
+    /// Write only where nothing is set yet (the location is absent or null): a default.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub if_absent: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct MergeMutation {
-    /// Where the fragment is merged; the object root when omitted.
+    /// Where the fragment is merged; the object root (or, under `foreach`, the element)
+    /// when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// The fragment; strings may hold `{{ cel }}` templates.
     pub value: Value,
+    /// Add only what is absent: keys not there yet and named list items not there yet,
+    /// at any depth; nothing already set is replaced, and `null` removes nothing.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub if_absent: bool,
+    /// Where new items of the lists merged by key go: `Last` (the default) or `First`
+    /// (an init container or a sidecar that must start first).
+    #[serde(default, skip_serializing_if = "Position::is_last")]
+    pub position: Position,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AppendMutation {
+    /// The list; created when absent.
+    pub path: String,
+    /// The items to add, as a list; each is added unless an equal item is in the list.
+    /// Strings may hold `{{ cel }}` templates.
+    pub value: Value,
+    /// `Last` (the default) or `First`.
+    #[serde(default, skip_serializing_if = "Position::is_last")]
+    pub position: Position,
+}
+
+/// Where new list items go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Position {
+    /// After the items already there.
+    #[default]
+    Last,
+    /// Before the items already there, in the order given.
+    First,
+}
+
+impl Position {
+    fn is_last(&self) -> bool {
+        *self == Position::Last
+    }
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -23,7 +23,11 @@ impl CompiledPolicy {
         let cel = self.needs.object && (parts.is_all() || parts.includes_whole("metadata"));
         cel || conditions_see(&self.matcher)
             || self.exclude.as_ref().is_some_and(conditions_see)
-            || self.mutations.iter().any(|m| mutation_sees(&m.kind))
+            || self.mutations.iter().any(|m| match &m.foreach {
+                // The mutation's paths are below the elements, so it sees no more than they do.
+                Some(foreach) => path_sees(&foreach.path),
+                None => mutation_sees(&m.kind),
+            })
     }
 
     /// Whether an expression of the policy refers to `oldObject`.
@@ -53,8 +57,10 @@ fn conditions_see(conditions: &Conditions) -> bool {
 
 fn mutation_sees(kind: &MutationKind) -> bool {
     match kind {
-        MutationKind::Set { path, .. } | MutationKind::Remove { path } => path_sees(path),
-        MutationKind::Merge { path, value } => {
+        MutationKind::Set { path, .. }
+        | MutationKind::Append { path, .. }
+        | MutationKind::Remove { path } => path_sees(path),
+        MutationKind::Merge { path, value, .. } => {
             let keys: Vec<&str> = match path {
                 None => Vec::new(),
                 Some(path) if !is_plain(path) => return true,

@@ -76,6 +76,17 @@ impl PolicySet {
                     }
                 }
             }
+            if policy.pod_controllers {
+                for controller in &crate::k8s::pod_controllers::POD_CONTROLLERS {
+                    let by_sub = index.entry(controller.resource.to_string()).or_default();
+                    for operation in operations.iter() {
+                        let list = &mut by_sub.entry(String::new()).or_default()[slot(operation)];
+                        if list.last() != Some(&position) {
+                            list.push(position);
+                        }
+                    }
+                }
+            }
         }
         // Each exact entry also holds the wildcard policies, merged in order, so a
         // lookup is one slice.

@@ -155,7 +155,7 @@ mod tests {
         );
         assert_eq!(
             found[2].message(),
-            "unknown field `pth`, expected `path` or `value`"
+            "unknown field `pth`, expected one of `path`, `value`, `ifAbsent`"
         );
     }
 

@@ -1,0 +1,179 @@
+//! Running a Pod policy with `podControllers` on the pod template of a Deployment,
+//! ReplicaSet, StatefulSet, DaemonSet, Job or CronJob.
+//!
+//! The template is taken out of the object and run as a Pod (`apiVersion: v1`,
+//! `kind: Pod`, the template's `metadata` and `spec`), so every path, field test,
+//! selector and CEL expression of the policy means what it means for a Pod, with no
+//! rewriting. A Pod a controller makes has only a generateName when it is created;
+//! the stand-in gets `<controller name>-`, so `names: ["web-*"]` matches the pods of
+//! the Deployment `web`. What was added is taken off before the template goes back.
+
+use serde_json::{Map, Value};
+
+use super::lookup::child;
+use super::matching::{Blocker, RequestFacts};
+use super::path::{self, Token};
+use super::run::{PolicyRun, SharedBindings, WorkingCopy, run_policy};
+use super::touched::Touched;
+use crate::admission::AdmissionRequest;
+use crate::k8s::pod_controllers::PodController;
+use crate::policy::CompiledPolicy;
+
+/// Runs `policy` on the template of `controller` in the working copy. A controller
+/// object without a template is not the policy's.
+pub fn run_on_template<'p>(
+    policy: &'p CompiledPolicy,
+    controller: &PodController,
+    facts: &RequestFacts<'_>,
+    request: &AdmissionRequest,
+    shared: &SharedBindings,
+    working: &mut WorkingCopy<'_>,
+) -> PolicyRun<'p> {
+    let tokens: Vec<Token> = controller
+        .template
+        .iter()
+        .map(|key| Token::Key((*key).to_string()))
+        .collect();
+    let generate_name = controller_generate_name(working.document);
+    let Some(Value::Object(template)) = path::get_mut(working.document, &tokens) else {
+        return PolicyRun::NotForRequest;
+    };
+    let (mut pod, added) = stand_in(std::mem::take(template), generate_name);
+    let pod_facts = RequestFacts {
+        group: "",
+        version: "v1",
+        resource: "pods",
+        subresource: "",
+        ..*facts
+    };
+    let mut inner = WorkingCopy {
+        document: &mut pod,
+        touched: Touched::new(),
+        mutable: working.mutable,
+    };
+    let outcome = run_policy(policy, &pod_facts, request, shared, &mut inner);
+    let changed = matches!(outcome, PolicyRun::Applied);
+    let failed = matches!(outcome, PolicyRun::Failed(_));
+    let inner_touched = inner.touched;
+    // A failed Fail policy edits without an undo log: its partial writes are dropped
+    // here, so the request's object is as it was when the request is denied.
+    let original = (changed || failed).then(|| added.remove(inner_touched.original(&pod)));
+    let current = added.remove(pod);
+    let template = match original {
+        Some(original) => {
+            put_back(working.document, &tokens, original);
+            if failed {
+                None
+            } else {
+                // Recorded while the original is in place, as every write must be.
+                working.touched.record(working.document, &tokens);
+                Some(current)
+            }
+        }
+        None => Some(current),
+    };
+    if let Some(template) = template {
+        put_back(working.document, &tokens, template);
+    }
+    match outcome {
+        PolicyRun::NotForRequest => PolicyRun::NotForRequest,
+        // What blocked the stand-in lives under the template, not where the blocker
+        // would look in the controller object.
+        PolicyRun::NotMatched(_) => PolicyRun::NotMatched(Blocker::Template),
+        PolicyRun::Audited(patch) => PolicyRun::Audited(prefixed(patch, controller.template)),
+        other => other,
+    }
+}
+
+/// `<name>-` of the controller object, or its own generateName.
+fn controller_generate_name(object: &Value) -> Option<String> {
+    let metadata = child(object, "metadata")?;
+    let text = |key: &str| {
+        child(metadata, key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    text("name")
+        .map(|name| format!("{name}-"))
+        .or_else(|| text("generateName").map(str::to_string))
+}
+
+/// What [`stand_in`] added to the template, to take off again.
+#[derive(Debug, Clone, Copy)]
+struct Added {
+    metadata: bool,
+    generate_name: bool,
+}
+
+impl Added {
+    /// The template again: the Pod's `apiVersion` and `kind` and what else was added
+    /// are taken off (a `metadata` that was added stays when the policy wrote into it).
+    fn remove(self, pod: Value) -> Value {
+        let Value::Object(mut map) = pod else {
+            return pod;
+        };
+        map.shift_remove("apiVersion");
+        map.shift_remove("kind");
+        if let Some(Value::Object(metadata)) = map.get_mut("metadata") {
+            if self.generate_name {
+                metadata.shift_remove("generateName");
+            }
+            if self.metadata && metadata.is_empty() {
+                map.shift_remove("metadata");
+            }
+        }
+        Value::Object(map)
+    }
+}
+
+/// The template as a Pod, and what was added to make it one.
+fn stand_in(template: Map<String, Value>, generate_name: Option<String>) -> (Value, Added) {
+    let mut pod = Map::new();
+    pod.insert("apiVersion".into(), "v1".into());
+    pod.insert("kind".into(), "Pod".into());
+    let mut added = Added {
+        metadata: !template.contains_key("metadata"),
+        generate_name: false,
+    };
+    pod.extend(template);
+    let metadata = pod
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let (Value::Object(metadata), Some(generate_name)) = (metadata, generate_name)
+        && !metadata.contains_key("name")
+        && !metadata.contains_key("generateName")
+    {
+        metadata.insert("generateName".into(), generate_name.into());
+        added.generate_name = true;
+    }
+    if !added.generate_name && added.metadata {
+        // Nothing to say in it: the Pod's metadata stays absent, as the template's was.
+        pod.shift_remove("metadata");
+        added.metadata = false;
+    }
+    (Value::Object(pod), added)
+}
+
+fn put_back(document: &mut Value, tokens: &[Token], template: Value) {
+    if let Some(slot) = path::get_mut(document, tokens) {
+        *slot = template;
+    }
+}
+
+/// The stand-in's patch, as operations on the controller object.
+fn prefixed(patch: json_patch::Patch, template: &[&str]) -> json_patch::Patch {
+    let prefix: String = template.iter().map(|key| format!("/{key}")).collect();
+    let Ok(mut operations) = serde_json::to_value(&patch) else {
+        return patch;
+    };
+    if let Value::Array(operations) = &mut operations {
+        for operation in operations {
+            for key in ["path", "from"] {
+                if let Some(Value::String(pointer)) = operation.get_mut(key) {
+                    *pointer = format!("{prefix}{pointer}");
+                }
+            }
+        }
+    }
+    serde_json::from_value(operations).unwrap_or(patch)
+}

@@ -1,0 +1,296 @@
+//! The mutation kinds beyond plain set, merge and remove: `foreach`, `ifAbsent`,
+//! `append`, `position: First`, and `names` in match and exclude, run through the engine
+//! on small inline policies.
+
+use graft::admission::AdmissionRequest;
+use graft::engine::{self, Evaluation, Outcome, PolicyResult};
+use graft::namespaces::NamespaceData;
+use graft::offline::{RequestOptions, request_for};
+use serde_json::{Value, json};
+
+/// Loads `policies` (YAML) and evaluates a CREATE of `object`; checks that the patch
+/// applies to the original and that a second review of the result changes nothing.
+fn evaluate(policies: &str, object: Value) -> Evaluation {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.yaml"), policies).unwrap();
+    let loaded = graft::policy::load(&[dir.path().to_path_buf()]).unwrap_or_else(|f| panic!("{f}"));
+    let review = |object: Value| {
+        let options = RequestOptions {
+            namespace: Some("ns".into()),
+            ..RequestOptions::default()
+        };
+        let request: AdmissionRequest = request_for(object, &options, "uid-1");
+        engine::evaluate(&request, &NamespaceData::NotLookedUp, &loaded.set)
+    };
+    let evaluation = review(object.clone());
+    if let Some(mutated) = &evaluation.mutated {
+        let mut patched = object.clone();
+        json_patch::patch(&mut patched, &evaluation.patch).unwrap();
+        assert_eq!(&patched, mutated);
+        let again = review(mutated.clone());
+        assert!(again.patch.0.is_empty(), "second pass: {:?}", again.patch);
+    }
+    evaluation
+}
+
+fn policy(name: &str, extra_spec: &str, mutations: &str) -> String {
+    format!(
+        "---\napiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata:\n  name: {name}\nspec:\n{extra_spec}  match:\n    resources: [pods]\n  mutations:\n{mutations}"
+    )
+}
+
+fn pod() -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1"},
+    "spec": {
+        "initContainers": [{"name": "init", "image": "busybox:latest"}],
+        "containers": [
+            {"name": "app", "image": "docker.io/app:latest"},
+            {"name": "side", "image": "registry.example.com/side:1", "imagePullPolicy": "IfNotPresent"}
+        ]}})
+}
+
+fn mutated(evaluation: &Evaluation) -> &Value {
+    evaluation.mutated.as_ref().expect("a change")
+}
+
+#[test]
+fn foreach_sets_a_field_on_every_element_its_when_selects() {
+    let policies = policy(
+        "latest",
+        "",
+        "    - foreach: \"$.spec['containers','initContainers'][*]\"\n      when: \"element.image.endsWith(':latest')\"\n      set: {path: \"@.imagePullPolicy\", value: Always}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let spec = &mutated(&evaluation)["spec"];
+    assert_eq!(spec["containers"][0]["imagePullPolicy"], "Always");
+    assert_eq!(spec["containers"][1]["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(spec["initContainers"][0]["imagePullPolicy"], "Always");
+}
+
+#[test]
+fn foreach_templates_see_the_element_and_its_index() {
+    let policies = policy(
+        "registry",
+        "",
+        "    - foreach: \"$.spec.containers[*]\"\n      when: \"!element.image.startsWith('mirror.local/')\"\n      set:\n        path: \"@.image\"\n        value: \"mirror.local/{{ element.image.split('/')[element.image.split('/').size() - 1] }}\"\n    - foreach: \"$.spec.containers[*]\"\n      merge: {value: {env: [{name: SLOT, value: \"{{ string(index) }}\"}]}}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let containers = &mutated(&evaluation)["spec"]["containers"];
+    assert_eq!(containers[0]["image"], "mirror.local/app:latest");
+    assert_eq!(containers[1]["image"], "mirror.local/side:1");
+    assert_eq!(
+        containers[0]["env"],
+        json!([{"name": "SLOT", "value": "0"}])
+    );
+    assert_eq!(
+        containers[1]["env"],
+        json!([{"name": "SLOT", "value": "1"}])
+    );
+}
+
+/// An Ignore policy whose foreach fails at its second element leaves no trace of what
+/// it wrote at the first, and its warning names the policy, the mutation and the field.
+#[test]
+fn a_foreach_failing_at_its_second_element_leaves_the_object_untouched() {
+    let mut object = pod();
+    object["spec"]["containers"][1]["securityContext"] = json!("not a map");
+    let policies = policy(
+        "non-root",
+        "  failurePolicy: Ignore\n",
+        "    - foreach: \"$.spec.containers[*]\"\n      set: {path: \"@.securityContext.runAsNonRoot\", value: true}\n",
+    );
+    let evaluation = evaluate(&policies, object);
+    assert_eq!(evaluation.outcome, Outcome::Allowed);
+    assert!(evaluation.patch.0.is_empty(), "{:?}", evaluation.patch);
+    assert!(evaluation.mutated.is_none());
+    let PolicyResult::Ignored { reason } = &evaluation.policies[0].result else {
+        panic!("{:?}", evaluation.policies);
+    };
+    assert_eq!(
+        reason,
+        "spec.mutations[0].set.path: cannot set $.spec.containers[1].securityContext.runAsNonRoot: \
+         $.spec.containers[1].securityContext is a string, not an object or list"
+    );
+    assert!(
+        evaluation.warnings[0].starts_with("graft: policy non-root skipped: spec.mutations[0]")
+    );
+}
+
+/// The same failure under Fail denies, and an error in a `when` names the element.
+#[test]
+fn a_failing_when_names_the_element() {
+    let policies = policy(
+        "strict",
+        "",
+        "    - foreach: \"$.spec.containers[*]\"\n      when: \"element.ports.size() > 0\"\n      set: {path: \"@.x\", value: 1}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let Outcome::Denied { message } = &evaluation.outcome else {
+        panic!("{:?}", evaluation.outcome);
+    };
+    assert!(
+        message.starts_with(
+            "graft: policy strict: spec.mutations[0].when (element $.spec.containers[0]): "
+        ),
+        "{message}"
+    );
+}
+
+/// A foreach reads its elements as the policy found the object; a mutation before it in
+/// the same policy that adds an element is caught instead of shifting the writes.
+#[test]
+fn a_foreach_after_a_mutation_that_moved_its_elements_fails_clearly() {
+    let policies = policy(
+        "moved",
+        "",
+        "    - merge: {path: $.spec, position: First, value: {containers: [{name: first, image: f}]}}\n    - foreach: \"$.spec.containers[*]\"\n      set: {path: \"@.imagePullPolicy\", value: Always}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let Outcome::Denied { message } = &evaluation.outcome else {
+        panic!("{:?}", evaluation.outcome);
+    };
+    assert!(
+        message.starts_with("graft: policy moved: spec.mutations[1].foreach: an earlier mutation of this policy changed the elements $.spec.containers[*] selects (2 before, 3 now)"),
+        "{message}"
+    );
+    // The other order works: the foreach first, then the new container (which the
+    // foreach does not see, so it comes with the field already).
+    let policies = policy(
+        "ordered",
+        "",
+        "    - foreach: \"$.spec.containers[*]\"\n      set: {path: \"@.imagePullPolicy\", value: Always}\n    - merge: {path: $.spec, position: First, value: {containers: [{name: first, image: f, imagePullPolicy: Always}]}}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let containers = &mutated(&evaluation)["spec"]["containers"];
+    assert_eq!(
+        containers[0],
+        json!({"name": "first", "image": "f", "imagePullPolicy": "Always"})
+    );
+    assert_eq!(containers[1]["imagePullPolicy"], "Always");
+    assert_eq!(containers[2]["imagePullPolicy"], "Always");
+}
+
+#[test]
+fn set_if_absent_writes_only_where_nothing_is_set() {
+    let policies = policy(
+        "defaults",
+        "",
+        "    - set: {path: \"$.spec.containers[*].imagePullPolicy\", value: Always, ifAbsent: true}\n    - set: {path: \"$.metadata.labels.team\", value: platform, ifAbsent: true}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let object = mutated(&evaluation);
+    assert_eq!(object["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert_eq!(
+        object["spec"]["containers"][1]["imagePullPolicy"],
+        "IfNotPresent"
+    );
+    assert_eq!(object["metadata"]["labels"]["team"], "platform");
+    let mut labelled = pod();
+    labelled["metadata"]["labels"] = json!({"team": "web"});
+    let evaluation = evaluate(&policies, labelled);
+    assert_eq!(mutated(&evaluation)["metadata"]["labels"]["team"], "web");
+}
+
+#[test]
+fn foreach_merge_if_absent_adds_missing_fields_and_mounts() {
+    let policies = policy(
+        "hardening",
+        "",
+        "    - foreach: \"$.spec.containers[*]\"\n      merge:\n        ifAbsent: true\n        value:\n          securityContext: {runAsNonRoot: true, allowPrivilegeEscalation: false}\n          volumeMounts: [{name: certs, mountPath: /etc/certs, readOnly: true}]\n",
+    );
+    let mut object = pod();
+    object["spec"]["containers"][1]["securityContext"] = json!({"runAsNonRoot": false});
+    object["spec"]["containers"][1]["volumeMounts"] =
+        json!([{"name": "other", "mountPath": "/etc/certs"}]);
+    let evaluation = evaluate(&policies, object);
+    let containers = &mutated(&evaluation)["spec"]["containers"];
+    assert_eq!(
+        containers[0]["securityContext"],
+        json!({"runAsNonRoot": true, "allowPrivilegeEscalation": false})
+    );
+    assert_eq!(
+        containers[0]["volumeMounts"],
+        json!([{"name": "certs", "mountPath": "/etc/certs", "readOnly": true}])
+    );
+    assert_eq!(
+        containers[1]["securityContext"],
+        json!({"runAsNonRoot": false, "allowPrivilegeEscalation": false})
+    );
+    // Something is mounted at the same path already: that mount stays as it is.
+    assert_eq!(
+        containers[1]["volumeMounts"],
+        json!([{"name": "other", "mountPath": "/etc/certs"}])
+    );
+}
+
+#[test]
+fn append_adds_list_items_once() {
+    let policies = policy(
+        "tolerate",
+        "",
+        "    - append: {path: $.spec.tolerations, value: [{key: gpu, operator: Exists, effect: NoSchedule}]}\n    - foreach: \"$.spec.containers[*]\"\n      append: {path: \"@.args\", value: [\"--log-format=json\"], position: First}\n",
+    );
+    let mut object = pod();
+    object["spec"]["containers"][1]["args"] = json!(["--v=2"]);
+    let evaluation = evaluate(&policies, object);
+    let spec = &mutated(&evaluation)["spec"];
+    assert_eq!(
+        spec["tolerations"],
+        json!([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}])
+    );
+    assert_eq!(spec["containers"][0]["args"], json!(["--log-format=json"]));
+    assert_eq!(
+        spec["containers"][1]["args"],
+        json!(["--log-format=json", "--v=2"])
+    );
+}
+
+#[test]
+fn an_append_template_that_gives_no_list_fails_naming_the_field() {
+    let policies = policy(
+        "scalar",
+        "",
+        "    - append: {path: $.spec.tolerations, value: \"{{ 'x' }}\"}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    assert_eq!(
+        evaluation.outcome,
+        Outcome::Denied {
+            message: "graft: policy scalar: spec.mutations[0].append.value: append takes a list of the items to add, and the value is \"x\"".into()
+        }
+    );
+}
+
+#[test]
+fn audit_mode_reports_a_foreach_without_applying_it() {
+    let policies = policy(
+        "trial",
+        "  mode: Audit\n  failurePolicy: Ignore\n",
+        "    - foreach: \"$.spec.containers[*]\"\n      set: {path: \"@.imagePullPolicy\", value: Always, ifAbsent: true}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    assert!(evaluation.patch.0.is_empty());
+    let PolicyResult::Audited { patch } = &evaluation.policies[0].result else {
+        panic!("{:?}", evaluation.policies);
+    };
+    assert_eq!(
+        serde_json::to_value(patch).unwrap(),
+        json!([{"op": "add", "path": "/spec/containers/0/imagePullPolicy", "value": "Always"}])
+    );
+}
+
+#[test]
+fn names_match_the_name_or_else_the_generate_name() {
+    let policies = "---\napiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata: {name: named}\nspec:\n  match: {resources: [pods], names: [\"web-*\", exact]}\n  exclude: {names: [web-canary]}\n  mutations:\n    - set: {path: $.metadata.labels.named, value: \"yes\"}\n";
+    let named = |metadata: Value| {
+        let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": {"containers": []}});
+        evaluate(policies, object).mutated.is_some()
+    };
+    assert!(named(json!({"name": "web-1"})));
+    assert!(named(json!({"name": "exact"})));
+    assert!(named(json!({"generateName": "web-"})));
+    assert!(!named(json!({"generateName": "exact-"})));
+    assert!(!named(json!({"name": "web-canary"})));
+    assert!(!named(json!({"name": "api-1"})));
+    assert!(!named(json!({})));
+}
