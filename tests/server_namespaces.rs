@@ -50,22 +50,10 @@ async fn outside_a_cluster_without_namespace_data_the_server_serves_and_says_wha
     ] {
         std::fs::copy(repo().join(from).join(name), policies.path().join(name))?;
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graft"))
-        .arg("serve")
-        .arg("--policies")
-        .arg(policies.path())
-        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
-        .arg("--tls-cert")
-        .arg(secret.cert())
-        .arg("--tls-key")
-        .arg(secret.key())
-        .args(["--log-format", "json"])
-        .env("RUST_LOG", "info")
+    let mut child = serve_command(policies.path(), &secret)
         .env_remove("KUBERNETES_SERVICE_HOST")
         .env_remove("KUBERNETES_SERVICE_PORT")
         .env_remove("GRAFT_KUBECONFIG")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
         .spawn()?;
     let outcome = async {
         let lines = log_lines(&mut child)?;

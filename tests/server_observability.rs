@@ -5,7 +5,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
 use serde_json::{Value, json};
@@ -220,20 +219,7 @@ impl Drop for Logs {
 }
 
 fn serve_with_json_logs(policies: &Path, secret: &SecretDir) -> Result<Logs> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graft"))
-        .arg("serve")
-        .arg("--policies")
-        .arg(policies)
-        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
-        .arg("--tls-cert")
-        .arg(secret.cert())
-        .arg("--tls-key")
-        .arg(secret.key())
-        .args(["--log-format", "json"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
+    let mut child = serve_command(policies, secret).spawn()?;
     let lines = log_lines(&mut child)?;
     Ok(Logs { child, lines })
 }

@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 
 use support::*;
@@ -19,19 +19,8 @@ async fn sigterm_finishes_in_flight_requests_and_exits_zero() -> Result {
     let pki = Pki::new("test CA")?;
     let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
     let policies = tempfile::tempdir()?;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graft"))
-        .arg("serve")
-        .arg("--policies")
-        .arg(policies.path())
-        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
-        .arg("--tls-cert")
-        .arg(secret.cert())
-        .arg("--tls-key")
-        .arg(secret.key())
-        .args(["--log-format", "json", "--shutdown-grace", "20s"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+    let mut child = serve_command(policies.path(), &secret)
+        .args(["--shutdown-grace", "20s"])
         .spawn()?;
     let lines = log_lines(&mut child)?;
 

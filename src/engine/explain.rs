@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::lookup::child;
-use super::matching::{Blocker, RequestFacts, request_matches};
+use super::matching::{Blocker, RequestBlocker, RequestFacts, request_blocker, request_matches};
 use super::run::PolicyRun;
 use super::{Evaluation, Observer, PolicyResult, evaluate_observed};
 use crate::admission::AdmissionRequest;
@@ -202,55 +202,43 @@ fn never_looked_at(
 /// that does not hold.
 fn request_condition(policy: &CompiledPolicy, facts: &RequestFacts<'_>) -> String {
     let conditions = &policy.matcher;
-    let resource_holds = conditions.resources.is_empty()
-        || conditions.resources.iter().any(|rule| {
-            rule.matches(
-                facts.group,
-                facts.version,
-                facts.resource,
-                facts.subresource,
+    match request_blocker(conditions, facts) {
+        Some(RequestBlocker::Resource) => {
+            let want: Vec<String> = conditions
+                .resources
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            format!(
+                "match.resources: want {}, got {}",
+                either(&want),
+                requested_resource(facts)
             )
-        });
-    if !resource_holds {
-        let want: Vec<String> = conditions
-            .resources
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        return format!(
-            "match.resources: want {}, got {}",
-            either(&want),
-            requested_resource(facts)
-        );
+        }
+        Some(RequestBlocker::Operation) => {
+            let want: Vec<String> = conditions
+                .operations
+                .iter()
+                .map(|operation| operation.as_str().to_string())
+                .collect();
+            format!(
+                "match.operations: want {}, got {}",
+                either(&want),
+                facts.operation.as_str()
+            )
+        }
+        Some(RequestBlocker::Namespace) => {
+            let want: Vec<String> = conditions.namespaces.iter().map(|p| p.0.clone()).collect();
+            let got = if facts.namespace.is_empty() {
+                "no namespace (a cluster-scoped object)".to_string()
+            } else {
+                facts.namespace.to_string()
+            };
+            format!("match.namespaces: want {}, got {got}", either(&want))
+        }
+        None => namespace_selector_condition(conditions, facts)
+            .unwrap_or_else(|| "the request is not the policy's".to_string()),
     }
-    if !(conditions.operations.is_empty() || conditions.operations.contains(facts.operation)) {
-        let want: Vec<String> = conditions
-            .operations
-            .iter()
-            .map(|operation| operation.as_str().to_string())
-            .collect();
-        return format!(
-            "match.operations: want {}, got {}",
-            either(&want),
-            facts.operation.as_str()
-        );
-    }
-    if !(conditions.namespaces.is_empty()
-        || conditions
-            .namespaces
-            .iter()
-            .any(|pattern| pattern.matches(facts.namespace)))
-    {
-        let want: Vec<String> = conditions.namespaces.iter().map(|p| p.0.clone()).collect();
-        let got = if facts.namespace.is_empty() {
-            "no namespace (a cluster-scoped object)".to_string()
-        } else {
-            facts.namespace.to_string()
-        };
-        return format!("match.namespaces: want {}, got {got}", either(&want));
-    }
-    namespace_selector_condition(conditions, facts)
-        .unwrap_or_else(|| "the request is not the policy's".to_string())
 }
 
 /// What the request's namespace lacks for `match.namespaceSelector`.

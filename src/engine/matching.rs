@@ -128,7 +128,23 @@ pub fn namespace_selector_holds(
 /// The conditions on the request itself (resource, operation, namespace), which no
 /// policy's change to the object can alter.
 pub fn request_matches(conditions: &Conditions, facts: &RequestFacts<'_>) -> bool {
-    let resource_ok = conditions.resources.is_empty()
+    request_blocker(conditions, facts).is_none()
+}
+
+/// A request condition that does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestBlocker {
+    Resource,
+    Operation,
+    Namespace,
+}
+
+/// The first request condition that does not hold, in the order they are checked.
+pub fn request_blocker(
+    conditions: &Conditions,
+    facts: &RequestFacts<'_>,
+) -> Option<RequestBlocker> {
+    let resource_holds = conditions.resources.is_empty()
         || conditions.resources.iter().any(|rule| {
             rule.matches(
                 facts.group,
@@ -137,13 +153,18 @@ pub fn request_matches(conditions: &Conditions, facts: &RequestFacts<'_>) -> boo
                 facts.subresource,
             )
         });
-    resource_ok
-        && (conditions.operations.is_empty() || conditions.operations.contains(facts.operation))
-        && (conditions.namespaces.is_empty()
-            || conditions
-                .namespaces
-                .iter()
-                .any(|pattern| pattern.matches(facts.namespace)))
+    if !resource_holds {
+        return Some(RequestBlocker::Resource);
+    }
+    if !(conditions.operations.is_empty() || conditions.operations.contains(facts.operation)) {
+        return Some(RequestBlocker::Operation);
+    }
+    let namespace_holds = conditions.namespaces.is_empty()
+        || conditions
+            .namespaces
+            .iter()
+            .any(|pattern| pattern.matches(facts.namespace));
+    (!namespace_holds).then_some(RequestBlocker::Namespace)
 }
 
 /// The conditions on the object: selectors and field tests.

@@ -4,20 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::super::{Bindings, Declarations, ExprError, Expression, Scope};
+use super::super::ExprError;
 
-fn eval(source: &str) -> Result<Value, ExprError> {
-    let empty = json!({});
-    let bindings = Bindings {
-        object: &empty,
-        old_object: None,
-        namespace_object: None,
-        request: &empty,
-        params: &empty,
-    };
-    let expression = Expression::compile(source, &Declarations::NONE)?;
-    Scope::new(bindings, expression.needs()).evaluate(&expression)
-}
+use super::super::evaluate_unbound as eval;
 
 fn check(cases: &[(&str, Value)]) {
     for (source, expected) in cases {

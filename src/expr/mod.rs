@@ -401,3 +401,19 @@ impl VariableResolver for Vars<'_> {
         }
     }
 }
+
+/// Evaluates `source` with every binding empty and no declarations: the tests of the
+/// function libraries, which need no object.
+#[cfg(test)]
+pub(crate) fn evaluate_unbound(source: &str) -> Result<Value, ExprError> {
+    let empty = Value::Object(serde_json::Map::new());
+    let bindings = Bindings {
+        object: &empty,
+        old_object: None,
+        namespace_object: None,
+        request: &empty,
+        params: &empty,
+    };
+    let expression = Expression::compile(source, &Declarations::NONE)?;
+    Scope::new(bindings, expression.needs()).evaluate(&expression)
+}

@@ -357,22 +357,9 @@ fn prefix_length<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
-    use super::super::{Bindings, Declarations, ExprError, Expression, Scope};
-
-    fn eval(source: &str) -> Result<Value, ExprError> {
-        let empty = json!({});
-        let bindings = Bindings {
-            object: &empty,
-            old_object: None,
-            namespace_object: None,
-            request: &empty,
-            params: &empty,
-        };
-        let expression = Expression::compile(source, &Declarations::NONE)?;
-        Scope::new(bindings, expression.needs()).evaluate(&expression)
-    }
+    use super::super::evaluate_unbound as eval;
 
     #[test]
     fn addresses_and_networks_answer_as_in_kubernetes() {

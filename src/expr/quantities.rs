@@ -224,22 +224,9 @@ fn compare_to<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
-    use super::super::{Bindings, Declarations, ExprError, Expression, Scope};
-
-    fn eval(source: &str) -> Result<Value, ExprError> {
-        let empty = json!({});
-        let bindings = Bindings {
-            object: &empty,
-            old_object: None,
-            namespace_object: None,
-            request: &empty,
-            params: &empty,
-        };
-        let expression = Expression::compile(source, &Declarations::NONE)?;
-        Scope::new(bindings, expression.needs()).evaluate(&expression)
-    }
+    use super::super::evaluate_unbound as eval;
 
     #[test]
     fn quantities_compare_and_add_exactly() {

@@ -398,3 +398,24 @@ pub fn next_log_where(
         }
     }
 }
+
+/// `graft serve` on ephemeral loopback ports with `secret`'s certificate, logging JSON at
+/// info level to a piped standard output (read it with [`log_lines`]); add arguments and
+/// spawn.
+pub fn serve_command(policies: &Path, secret: &SecretDir) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_graft"));
+    command
+        .arg("serve")
+        .arg("--policies")
+        .arg(policies)
+        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+        .arg("--tls-cert")
+        .arg(secret.cert())
+        .arg("--tls-key")
+        .arg(secret.key())
+        .args(["--log-format", "json"])
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    command
+}
