@@ -82,6 +82,7 @@ pub fn overloads() -> Vec<Overload> {
     all.extend(super::lists::overloads());
     all.extend(super::net::overloads());
     all.extend(super::quantities::overloads());
+    all.extend(super::urls::overloads());
     all
 }
 

@@ -29,6 +29,7 @@ mod quantities;
 pub mod template;
 #[cfg(test)]
 mod tests;
+mod urls;
 
 use std::collections::HashMap;
 use std::fmt;
