@@ -335,3 +335,50 @@ fn names_are_reported_with_the_name_or_the_generate_name() {
         "match.names: want api-*, got generateName web-7d9f8-"
     );
 }
+
+/// A `podControllers` policy kept out of a Deployment names the condition on the Pod its
+/// template stands for; one that applies shows the patch into the template.
+#[test]
+fn pod_template_conditions_are_named_on_the_pod_the_template_stands_for() {
+    let set = load(&[policy(
+        "web-pull-always",
+        json!({"podControllers": true,
+            "match": {"resources": ["pods"], "labels": {"app": "web"}},
+            "mutations": [{"foreach": "$.spec.containers[*]",
+                "set": {"path": "@.imagePullPolicy", "value": "Always"}}]}),
+    )]);
+    let deployment = |labels: Value| {
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "apps"},
+            "spec": {"template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+            }},
+        })
+    };
+    let explanation = run(
+        &set,
+        deployment(json!({"app": "api"})),
+        "CREATE",
+        &NamespaceData::NotLookedUp,
+    );
+    assert_eq!(
+        condition(&explanation, "web-pull-always"),
+        "pod template: match.labels app: want web, got api"
+    );
+    let explanation = run(
+        &set,
+        deployment(json!({"app": "web"})),
+        "CREATE",
+        &NamespaceData::NotLookedUp,
+    );
+    let Verdict::Applied { patch } = verdict(&explanation, "web-pull-always") else {
+        panic!("{explanation:?}");
+    };
+    assert_eq!(
+        serde_json::to_value(patch).expect("json"),
+        json!([{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy", "value": "Always"}])
+    );
+}

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::lookup::child;
-use super::matching::{Blocker, RequestBlocker, RequestFacts, request_blocker, request_matches};
+use super::matching::{
+    Blocker, RequestBlocker, RequestFacts, object_blocker, request_blocker, request_matches,
+};
 use super::run::PolicyRun;
 use super::{Evaluation, Observer, PolicyResult, evaluate_observed};
 use crate::admission::AdmissionRequest;
@@ -317,9 +319,37 @@ fn object_condition(
             };
             format!("match.names: want {}, got {got}", either(&want))
         }
-        Blocker::Template => {
-            "the controller's pod template, evaluated as a Pod, does not match (explain the template as a Pod to see which condition)".to_string()
-        }
+        Blocker::Template => template_condition(policy, facts, object),
+    }
+}
+
+/// Why a `podControllers` policy did not match the controller's pod template: the
+/// condition on the Pod the template stands for.
+fn template_condition(policy: &CompiledPolicy, facts: &RequestFacts<'_>, object: &Value) -> String {
+    let pod =
+        crate::k8s::pod_controllers::controller(facts.group, facts.resource, facts.subresource)
+            .and_then(|controller| super::pod_template::stand_in_pod(controller, object));
+    let pod_facts = RequestFacts {
+        group: "",
+        version: "v1",
+        resource: "pods",
+        subresource: "",
+        ..*facts
+    };
+    let inner = pod.as_ref().and_then(|pod| {
+        // When the declarative conditions hold, `match.cel` or `exclude` kept it out,
+        // which only one of them can have if the policy has not both.
+        let blocker = match (object_blocker(&policy.matcher, pod), &policy.matcher.cel) {
+            (Ok(Some(blocker)), _) => blocker,
+            (_, Some(_)) if policy.exclude.is_some() => return None,
+            (_, Some(_)) => Blocker::MatchCel,
+            (_, None) => Blocker::Excluded,
+        };
+        Some(object_condition(policy, &pod_facts, blocker, pod))
+    });
+    match inner {
+        Some(condition) => format!("pod template: {condition}"),
+        None => "pod template: match.cel or exclude kept it out".to_string(),
     }
 }
 

@@ -85,6 +85,19 @@ pub fn run_on_template<'p>(
     }
 }
 
+/// The Pod a `podControllers` policy sees for `object`, a `controller` object: what
+/// [`run_on_template`] runs the policy on. `None` when it has no template.
+pub fn stand_in_pod(controller: &PodController, object: &Value) -> Option<Value> {
+    let mut template = object;
+    for key in controller.template {
+        template = child(template, key)?;
+    }
+    let Value::Object(template) = template else {
+        return None;
+    };
+    Some(stand_in(template.clone(), controller_generate_name(object)).0)
+}
+
 /// `<name>-` of the controller object, or its own generateName.
 fn controller_generate_name(object: &Value) -> Option<String> {
     let metadata = child(object, "metadata")?;
