@@ -26,6 +26,7 @@ pub mod certs;
 pub mod cli;
 pub mod engine;
 pub mod expr;
+pub mod jsonpath;
 pub mod k8s;
 pub mod metrics;
 pub mod namespaces;

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::path::{self, Token, array_index};
+use crate::jsonpath::{self, Token, array_index};
 use crate::k8s::merge_keys;
 use crate::policy::model::Position;
 
@@ -91,7 +91,7 @@ impl<'d> Editor<'d> {
         for entry in log.into_iter().rev() {
             match entry {
                 Undo::Replace { at, old } => {
-                    if let Some(slot) = path::get_mut(self.document, &at) {
+                    if let Some(slot) = jsonpath::get_mut(self.document, &at) {
                         *slot = old;
                     }
                 }
@@ -124,7 +124,7 @@ impl<'d> Editor<'d> {
         // Find the deepest existing ancestor; everything below it is created.
         let mut depth = 0;
         while depth < parents.len()
-            && path::get(self.document, &parents[..=depth]).is_some_and(|v| !v.is_null())
+            && jsonpath::get(self.document, &parents[..=depth]).is_some_and(|v| !v.is_null())
         {
             depth += 1;
         }
@@ -132,7 +132,7 @@ impl<'d> Editor<'d> {
             let built = build_missing(&at[depth + 1..], value, at)?;
             return self.put(&parents[..=depth], built);
         }
-        let parent = path::get(self.document, parents).unwrap_or(&Value::Null);
+        let parent = jsonpath::get(self.document, parents).unwrap_or(&Value::Null);
         match (parent, last) {
             (Value::Object(map), Token::Key(key)) => match map.get(key) {
                 Some(existing) if *existing == value => Ok(()),
@@ -149,15 +149,15 @@ impl<'d> Editor<'d> {
                     }
                     None if *index == len as i64 => self.put(at, value),
                     None => Err(EditError::IndexOutOfRange {
-                        at: path::display(at),
+                        at: jsonpath::display(at),
                         index: *index,
                         len,
                     }),
                 }
             }
             (other, _) => Err(EditError::NotAContainer {
-                at: path::display(at),
-                parent: path::display(parents),
+                at: jsonpath::display(at),
+                parent: jsonpath::display(parents),
                 kind: kind_of(other),
             }),
         }
@@ -169,7 +169,7 @@ impl<'d> Editor<'d> {
         let Some((last, parents)) = at.split_last() else {
             return Ok(());
         };
-        let Some(parent) = path::get_mut(self.document, parents) else {
+        let Some(parent) = jsonpath::get_mut(self.document, parents) else {
             return Ok(());
         };
         if parent.is_null() {
@@ -210,7 +210,7 @@ impl<'d> Editor<'d> {
                     }
                     None => {
                         return Err(EditError::IndexOutOfRange {
-                            at: path::display(at),
+                            at: jsonpath::display(at),
                             index: *index,
                             len,
                         });
@@ -219,8 +219,8 @@ impl<'d> Editor<'d> {
                 Ok(())
             }
             _ => Err(EditError::NotAContainer {
-                at: path::display(at),
-                parent: path::display(parents),
+                at: jsonpath::display(at),
+                parent: jsonpath::display(parents),
                 kind,
             }),
         }
@@ -255,7 +255,7 @@ impl<'d> Editor<'d> {
         fragment: Value,
         options: MergeOptions,
     ) -> Result<(), EditError> {
-        let existing = path::get(self.document, at);
+        let existing = jsonpath::get(self.document, at);
         let mut location = at.to_vec();
         if existing.is_none_or(Value::is_null) {
             return match insertable(fragment, &mut location)? {
@@ -274,7 +274,7 @@ impl<'d> Editor<'d> {
         items: Vec<Value>,
         position: Position,
     ) -> Result<(), EditError> {
-        let len = match path::get(self.document, at) {
+        let len = match jsonpath::get(self.document, at) {
             None | Some(Value::Null) => {
                 let mut unique: Vec<Value> = Vec::with_capacity(items.len());
                 for item in items {
@@ -290,7 +290,7 @@ impl<'d> Editor<'d> {
             Some(Value::Array(existing)) => existing.len(),
             Some(other) => {
                 return Err(EditError::NotAList {
-                    at: path::display(at),
+                    at: jsonpath::display(at),
                     kind: kind_of(other),
                 });
             }
@@ -301,7 +301,7 @@ impl<'d> Editor<'d> {
         };
         let mut location = at.to_vec();
         for item in items {
-            let present = path::get(self.document, at)
+            let present = jsonpath::get(self.document, at)
                 .and_then(Value::as_array)
                 .is_some_and(|list| list.contains(&item));
             if present {
@@ -321,7 +321,7 @@ impl<'d> Editor<'d> {
         let Some((Token::Index(index), parents)) = at.split_last() else {
             return;
         };
-        let Some(Value::Array(items)) = path::get_mut(self.document, parents) else {
+        let Some(Value::Array(items)) = jsonpath::get_mut(self.document, parents) else {
             return;
         };
         let i = usize::try_from(*index).unwrap_or(0).min(items.len());
@@ -337,14 +337,14 @@ impl<'d> Editor<'d> {
         fragment: Value,
         options: MergeOptions,
     ) -> Result<(), EditError> {
-        let Some(target) = path::get(self.document, location) else {
+        let Some(target) = jsonpath::get(self.document, location) else {
             return Ok(());
         };
         match (target, fragment, list_merge_key(location)) {
             (Value::Object(_), Value::Object(entries), _) => {
                 for (key, value) in entries {
                     location.push(Token::Key(key));
-                    let present = path::get(self.document, location).is_some();
+                    let present = jsonpath::get(self.document, location).is_some();
                     let merged = match (present, value) {
                         (true, Value::Null) if options.if_absent => Ok(()),
                         (true, Value::Null) => {
@@ -370,12 +370,12 @@ impl<'d> Editor<'d> {
                 for (item_index, item) in fragment_items.into_iter().enumerate() {
                     let Some(id) = item.get(key).filter(|id| !id.is_null()).cloned() else {
                         return Err(EditError::MergeKeyMissing {
-                            at: path::display(location),
+                            at: jsonpath::display(location),
                             key,
                             item: item_index,
                         });
                     };
-                    let existing = path::get(self.document, location)
+                    let existing = jsonpath::get(self.document, location)
                         .and_then(Value::as_array)
                         .and_then(|items| items.iter().position(|i| i.get(key) == Some(&id)));
                     let index = existing.unwrap_or(match options.position {
@@ -486,7 +486,7 @@ fn insertable(value: Value, location: &mut Vec<Token>) -> Result<Option<Value>, 
             for (index, item) in items.into_iter().enumerate() {
                 if item.get(key).is_none_or(Value::is_null) {
                     return Err(EditError::MergeKeyMissing {
-                        at: path::display(location),
+                        at: jsonpath::display(location),
                         key,
                         item: index,
                     });
@@ -516,7 +516,7 @@ fn build_missing(below: &[Token], value: Value, whole: &[Token]) -> Result<Value
             Token::Index(0) => Value::Array(vec![built]),
             Token::Index(_) => {
                 return Err(EditError::IndexUnderMissingParent {
-                    at: path::display(whole),
+                    at: jsonpath::display(whole),
                 });
             }
         };
@@ -526,7 +526,7 @@ fn build_missing(below: &[Token], value: Value, whole: &[Token]) -> Result<Value
 
 fn remove_at(document: &mut Value, at: &[Token]) -> Option<Value> {
     let (last, parents) = at.split_last()?;
-    match (path::get_mut(document, parents)?, last) {
+    match (jsonpath::get_mut(document, parents)?, last) {
         (Value::Object(map), Token::Key(key)) => map.shift_remove(key),
         (Value::Array(items), Token::Index(index)) => {
             let i = array_index(*index, items.len())?;
@@ -540,7 +540,7 @@ fn insert_at(document: &mut Value, at: &[Token], value: Value) {
     let Some((last, parents)) = at.split_last() else {
         return;
     };
-    match (path::get_mut(document, parents), last) {
+    match (jsonpath::get_mut(document, parents), last) {
         (Some(Value::Object(map)), Token::Key(key)) => {
             map.insert(key.clone(), value);
         }

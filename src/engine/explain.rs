@@ -11,13 +11,13 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::lookup::child;
 use super::matching::{
     Blocker, RequestBlocker, RequestFacts, object_blocker, request_blocker, request_matches,
 };
 use super::run::PolicyRun;
 use super::{Evaluation, Observer, PolicyResult, evaluate_observed};
 use crate::admission::AdmissionRequest;
+use crate::jsonpath::lookup::child;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
 use crate::policy::{CompiledPolicy, PolicySet};

@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
-use super::lookup::{child, field};
-use super::path::{JsonPath, PathError};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
+use crate::jsonpath::lookup::{child, field};
+use crate::jsonpath::{JsonPath, PathError};
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
 

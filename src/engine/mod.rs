@@ -12,9 +12,7 @@
 mod diff;
 pub mod edit;
 pub mod explain;
-mod lookup;
 pub mod matching;
-pub mod path;
 mod pod_template;
 mod run;
 mod touched;

@@ -10,12 +10,12 @@
 
 use serde_json::{Map, Value};
 
-use super::lookup::child;
 use super::matching::{Blocker, RequestFacts};
-use super::path::{self, Token};
 use super::run::{PolicyRun, SharedBindings, WorkingCopy, run_policy};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
+use crate::jsonpath::lookup::child;
+use crate::jsonpath::{self, Token};
 use crate::k8s::pod_controllers::PodController;
 use crate::policy::CompiledPolicy;
 
@@ -35,7 +35,7 @@ pub fn run_on_template<'p>(
         .map(|key| Token::Key((*key).to_string()))
         .collect();
     let generate_name = controller_generate_name(working.document);
-    let Some(Value::Object(template)) = path::get_mut(working.document, &tokens) else {
+    let Some(Value::Object(template)) = jsonpath::get_mut(working.document, &tokens) else {
         return PolicyRun::NotForRequest;
     };
     let (mut pod, added) = stand_in(std::mem::take(template), generate_name);
@@ -168,7 +168,7 @@ fn stand_in(template: Map<String, Value>, generate_name: Option<String>) -> (Val
 }
 
 fn put_back(document: &mut Value, tokens: &[Token], template: Value) {
-    if let Some(slot) = path::get_mut(document, tokens) {
+    if let Some(slot) = jsonpath::get_mut(document, tokens) {
         *slot = template;
     }
 }

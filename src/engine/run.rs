@@ -10,10 +10,10 @@ use super::matching::{
     Block, Blocker, ConditionError, RequestFacts, exclude_holds, namespace_selector_holds,
     object_blocker, request_matches,
 };
-use super::path::{self, Token};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
 use crate::expr::{Bindings, Expression, Scope};
+use crate::jsonpath::{self, Token};
 use crate::policy::compiled::{
     CompiledMutation, CompiledPolicy, Foreach, MutationKind, ValueSource,
 };
@@ -329,7 +329,7 @@ fn plan_foreach<'p>(
     // Converting each element costs: only when the mutation's CEL reads it.
     let binds_element = reads_element(mutation);
     for (position, location) in locations.iter().enumerate() {
-        let element = path::get(object, location).unwrap_or(&Value::Null);
+        let element = jsonpath::get(object, location).unwrap_or(&Value::Null);
         // An element's index is its position in its list; a value of a map has none,
         // and gets its position in the selection.
         let index = match location.last() {
@@ -341,7 +341,7 @@ fn plan_foreach<'p>(
         {
             scope.set_element(Some((element, index)));
         }
-        let at = format!(" (element {})", path::display(location));
+        let at = format!(" (element {})", jsonpath::display(location));
         match plan_target(mutation, location.clone(), scope.as_deref(), &at) {
             Ok(target) => targets.extend(target),
             Err(error) => {
@@ -478,10 +478,10 @@ fn check_elements(
 fn below(
     document: &Value,
     base: &[Token],
-    path: &path::JsonPath,
+    path: &jsonpath::JsonPath,
     write: bool,
-) -> Result<Vec<Vec<Token>>, path::PathError> {
-    let Some(start) = path::get(document, base) else {
+) -> Result<Vec<Vec<Token>>, jsonpath::PathError> {
+    let Some(start) = jsonpath::get(document, base) else {
         return Ok(Vec::new());
     };
     let relative = if write {
@@ -513,7 +513,7 @@ fn apply_target(
                 .map_err(|e| failure(format!("{field}.path"), e))?;
             for location in locations {
                 if *if_absent
-                    && path::get(editor.document(), &location).is_some_and(|v| !v.is_null())
+                    && jsonpath::get(editor.document(), &location).is_some_and(|v| !v.is_null())
                 {
                     continue;
                 }
@@ -588,9 +588,12 @@ fn apply_target(
 }
 
 fn protected_values(document: &Value) -> [Option<Value>; 3] {
-    let metadata = super::lookup::child(document, "metadata");
-    ["name", "namespace", "uid"]
-        .map(|key| metadata.and_then(|m| super::lookup::child(m, key)).cloned())
+    let metadata = crate::jsonpath::lookup::child(document, "metadata");
+    ["name", "namespace", "uid"].map(|key| {
+        metadata
+            .and_then(|m| crate::jsonpath::lookup::child(m, key))
+            .cloned()
+    })
 }
 
 /// `spec.mutations[0].set` -> `spec.mutations[0].when`.

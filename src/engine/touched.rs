@@ -20,7 +20,7 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation};
 use serde_json::{Map, Value};
 
-use super::path::Token;
+use crate::jsonpath::Token;
 
 /// Keys deeper than this are not told apart: the subtree is kept and diffed whole.
 /// Three keys reach a single annotation, label or nodeSelector entry.

@@ -13,9 +13,9 @@ use super::compiled::{
 use super::findings::Finding;
 use super::load::{ParsedDocument, locate_field, locate_in};
 use super::model::{self, LabelSelector, Match, Mode, Mutation, SelectorOperator};
-use crate::engine::path::{JsonPath, Token};
 use crate::expr::template::Template;
 use crate::expr::{Declarations, ExprError, Expression, Needs};
+use crate::jsonpath::{JsonPath, Token};
 
 /// Fields no policy may change: the apiserver rejects or misroutes such patches.
 const PROTECTED: [&str; 3] = ["name", "namespace", "uid"];

@@ -7,9 +7,9 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::model::{FailurePolicy, Mode, Position};
-use crate::engine::path::JsonPath;
 use crate::expr::template::Template;
 use crate::expr::{Expression, Needs};
+use crate::jsonpath::JsonPath;
 
 /// An admission operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -12,7 +12,7 @@ use json_patch::PatchOperation;
 use serde_json::Value;
 
 use super::compiled::{CompiledPolicy, Conditions, MutationKind, ValueSource};
-use crate::engine::path::JsonPath;
+use crate::jsonpath::JsonPath;
 
 const MANAGED_FIELDS: [&str; 2] = ["metadata", "managedFields"];
 

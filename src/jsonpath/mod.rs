@@ -9,6 +9,8 @@
 //! turns into a policy failure, never an empty selection: an empty selection makes
 //! `notExists` and `notIn` hold and a write silently not happen.
 
+pub mod lookup;
+
 use jsonpath_rust::parser::model::{JpQuery, Segment, Selector};
 use jsonpath_rust::parser::parse_json_path;
 use jsonpath_rust::query::{QueryRef, js_path_process};
@@ -291,7 +293,7 @@ pub fn get<'a>(document: &'a Value, tokens: &[Token]) -> Option<&'a Value> {
     tokens
         .iter()
         .try_fold(document, |value, token| match token {
-            Token::Key(key) => super::lookup::child(value, key),
+            Token::Key(key) => lookup::child(value, key),
             Token::Index(index) => {
                 let items = value.as_array()?;
                 items.get(array_index(*index, items.len())?)
@@ -320,7 +322,7 @@ fn resolve(document: &Value, tokens: &[Token]) -> Option<Vec<Token>> {
     for token in tokens {
         match token {
             Token::Key(key) => {
-                value = super::lookup::child(value, key)?;
+                value = lookup::child(value, key)?;
                 resolved.push(token.clone());
             }
             Token::Index(index) => {
