@@ -5,6 +5,7 @@
 //!
 //! - [`policy`]: the policy model, loading from files, lint findings, compilation into a
 //!   [`policy::PolicySet`].
+//! - [`jsonpath`]: compiled JSONPath, resolved against objects (policy and engine both use it).
 //! - [`engine`]: the pure core. `(request, namespace data, policy set) -> evaluation`:
 //!   select, match, mutate, diff.
 //! - [`expr`]: CEL expressions and `{{ }}` templates, with the Kubernetes helpers.
@@ -16,22 +17,21 @@
 //! - [`metrics`]: the Prometheus metrics and their registry.
 //! - [`namespaces`]: what a review knows of its namespace, and where that comes from.
 //! - [`watch`]: debounced directory watching for mounted ConfigMaps and Secrets.
-//! - [`webhook`]: renders the MutatingWebhookConfiguration a policy set needs.
-//! - [`certs`]: a CA and serving certificate for the webhook Service (`graft certs`).
+//! - [`manifests`]: what graft generates for a cluster: the MutatingWebhookConfiguration a
+//!   policy set needs, and a CA and serving certificate for the webhook Service.
 //! - [`cli`]: the `graft` subcommands.
 #![forbid(unsafe_code)]
 
 pub mod admission;
-pub mod certs;
 pub mod cli;
 pub mod engine;
 pub mod expr;
 pub mod jsonpath;
 pub mod k8s;
+pub mod manifests;
 pub mod metrics;
 pub mod namespaces;
 pub mod offline;
 pub mod policy;
 pub mod server;
 pub mod watch;
-pub mod webhook;

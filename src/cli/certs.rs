@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::certs::{self, CertOptions};
+use crate::manifests::certs::{self, CertOptions};
 
 /// Generate a CA and a serving certificate for the webhook Service, a Secret manifest and a kustomize patch that fills caBundle.
 #[derive(Debug, clap::Args)]

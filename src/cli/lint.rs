@@ -50,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let text = std::fs::read_to_string(file)
             .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         let objects = crate::offline::read_objects(&text)?;
-        let rules = crate::webhook::deployed_rules(&objects);
+        let rules = crate::manifests::webhook::deployed_rules(&objects);
         if rules.is_empty() {
             anyhow::bail!(
                 "{}: no MutatingWebhookConfiguration rules found",
@@ -141,7 +141,7 @@ pub fn lint(paths: &[PathBuf]) -> Report {
 fn coverage(
     paths: &[PathBuf],
     file: &std::path::Path,
-    rules: &[crate::webhook::DeployedRule],
+    rules: &[crate::manifests::webhook::DeployedRule],
 ) -> Vec<Finding> {
     let Ok(loaded) = policy::load(paths) else {
         return Vec::new();
@@ -160,7 +160,7 @@ fn coverage(
         };
         for (i, rule) in compiled.matcher.resources.iter().enumerate() {
             for operation in &operations {
-                let request = crate::webhook::Request {
+                let request = crate::manifests::webhook::Request {
                     group: rule.group.as_deref(),
                     version: rule.version.as_deref(),
                     resource: &rule.resource,
@@ -169,16 +169,16 @@ fn coverage(
                 };
                 let sent = if *operation == "*" {
                     ["CREATE", "UPDATE", "DELETE", "CONNECT"].iter().any(|op| {
-                        crate::webhook::sends(
+                        crate::manifests::webhook::sends(
                             rules,
-                            crate::webhook::Request {
+                            crate::manifests::webhook::Request {
                                 operation: op,
                                 ..request
                             },
                         )
                     })
                 } else {
-                    crate::webhook::sends(rules, request)
+                    crate::manifests::webhook::sends(rules, request)
                 };
                 if !sent {
                     let what = match &rule.subresource {

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::webhook::{self, FailurePolicy, WebhookOptions};
+use crate::manifests::webhook::{self, FailurePolicy, WebhookOptions};
 use anyhow::Context as _;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;

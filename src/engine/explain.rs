@@ -1,7 +1,7 @@
 //! `graft explain`: the evaluation the server would make, and for every policy in the
 //! set why it did or did not change the object.
 //!
-//! The explanation rides on the real evaluation (through its [`Observer`]) rather than
+//! The explanation rides on the real evaluation (through its `Observer`) rather than
 //! re-deciding anything: what it reports as applied, skipped or failed is what the
 //! server does. Only the wording of a condition that did not hold (which requirement,
 //! what was wanted, what the object has) is worked out here, on the object as the

@@ -7,7 +7,7 @@
 //! - every identifier to a variable graft binds (`object`, `oldObject`, `request`,
 //!   `params`, `variables`, `namespaceObject`; `element` and `index` under a `foreach`),
 //!   a comprehension's own variables, or a type name (`int`, `string`, ...);
-//! - every call to a function, method or macro of [`super::catalog`], with one of its
+//! - every call to a function, method or macro of `catalog`, with one of its
 //!   arities;
 //! - `request.X` to the fields graft puts in `request`, `params.X` to the keys the
 //!   policy declares, `variables.X` to a variable evaluated before the expression.

@@ -118,7 +118,7 @@ fn revision_of(sources: &[load::Source]) -> String {
 /// The webhook rules that cover exactly what the policy set can match: one per
 /// resource rule of each policy's `spec.match`, and one per pod controller of each policy
 /// with `podControllers`.
-pub fn webhook_rules(set: &PolicySet) -> Vec<crate::webhook::PolicyRule> {
+pub fn webhook_rules(set: &PolicySet) -> Vec<crate::manifests::webhook::PolicyRule> {
     let mut rules = Vec::new();
     for policy in set.policies() {
         let operations: Vec<String> = if policy.matcher.operations.is_empty() {
@@ -132,7 +132,7 @@ pub fn webhook_rules(set: &PolicySet) -> Vec<crate::webhook::PolicyRule> {
                 .collect()
         };
         for rule in &policy.matcher.resources {
-            rules.push(crate::webhook::PolicyRule {
+            rules.push(crate::manifests::webhook::PolicyRule {
                 policy: policy.name.clone(),
                 group: rule.group.clone().unwrap_or_else(|| "*".to_string()),
                 version: rule.version.clone().unwrap_or_else(|| "*".to_string()),
@@ -143,7 +143,7 @@ pub fn webhook_rules(set: &PolicySet) -> Vec<crate::webhook::PolicyRule> {
         }
         if policy.pod_controllers {
             for controller in &crate::k8s::pod_controllers::POD_CONTROLLERS {
-                rules.push(crate::webhook::PolicyRule {
+                rules.push(crate::manifests::webhook::PolicyRule {
                     policy: policy.name.clone(),
                     group: controller.group.to_string(),
                     version: "*".to_string(),

@@ -16,7 +16,7 @@ use rcgen::{
     Issuer, KeyPair, KeyUsagePurpose,
 };
 
-use crate::webhook::{MAIN_WEBHOOK, STATUS_WEBHOOK};
+use crate::manifests::webhook::{MAIN_WEBHOOK, STATUS_WEBHOOK};
 
 /// Name of the Secret the Deployment mounts at `/etc/graft/tls`.
 pub const SECRET_NAME: &str = "graft-tls";
