@@ -196,7 +196,11 @@ async fn probes_and_metrics() -> Result {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let ops_addr = listener.local_addr()?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let ops = tokio::spawn(graft::server::ops::serve(listener, state.clone(), stopped));
+        let ops = tokio::spawn(graft::server::metrics_listener::serve(
+            listener,
+            state.clone(),
+            stopped,
+        ));
         assert_eq!(get(ops_addr, "/healthz").await?.0, 200);
         assert_eq!(get(ops_addr, "/readyz").await?.0, 503);
         state.install_policies(graft::policy::PolicySet::empty());

@@ -13,7 +13,8 @@
 //! - [`kube_api`]: the Kubernetes API client (in-cluster, or `--kubeconfig`).
 //! - [`events`]: Kubernetes Events about reviews (`--events`), recorded off the request path.
 //! - [`routes`]: `POST /mutate`; [`deadline`]: its time budget; [`labels`]: its metric labels.
-//! - [`ops`]: `/healthz`, `/readyz`, `/metrics` on a plain-HTTP listener.
+//! - [`metrics_listener`]: `/healthz`, `/readyz`, `/metrics` on the plain-HTTP listener
+//!   of `--metrics-listen`.
 //! - [`state`]: what handlers and reloaders share (policy set, readiness, metrics).
 //! - [`shutdown`]: SIGTERM and SIGINT.
 
@@ -23,9 +24,9 @@ pub mod deadline;
 pub mod events;
 pub mod kube_api;
 pub mod labels;
+pub mod metrics_listener;
 pub mod namespace_cache;
 pub mod namespace_supply;
-pub mod ops;
 pub mod policy_reload;
 pub mod routes;
 pub mod shutdown;
@@ -109,10 +110,14 @@ pub async fn start(
     let (stop, stopped) = watch::channel(false);
 
     // The probes listen first, so /readyz answers 503 while the rest starts.
-    let ops_listener = bind(config.metrics_listen).await?;
-    let metrics_addr = local_addr(&ops_listener, config.metrics_listen)?;
-    let (ops_stop, ops_stopped) = watch::channel(false);
-    let ops_task = tokio::spawn(ops::serve(ops_listener, state.clone(), ops_stopped));
+    let metrics_listener = bind(config.metrics_listen).await?;
+    let metrics_addr = local_addr(&metrics_listener, config.metrics_listen)?;
+    let (metrics_stop, metrics_stopped) = watch::channel(false);
+    let metrics_task = tokio::spawn(metrics_listener::serve(
+        metrics_listener,
+        state.clone(),
+        metrics_stopped,
+    ));
 
     // Watching starts before the first load, so no edit falls between the two.
     let policy_watcher = PolicyReloader::watcher(&config.policies, &config.watch)?;
@@ -196,8 +201,8 @@ pub async fn start(
         drain_state.readiness.draining.store(true, Ordering::SeqCst);
         let _ = stop.send(true);
         drain(graceful, grace).await;
-        let _ = ops_stop.send(true);
-        let _ = ops_task.await;
+        let _ = metrics_stop.send(true);
+        let _ = metrics_task.await;
     });
     Ok(Running {
         addr,

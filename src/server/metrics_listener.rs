@@ -1,4 +1,4 @@
-//! The operations listener (plain HTTP): `/healthz`, `/readyz` and `/metrics`.
+//! The metrics listener (`--metrics-listen`, plain HTTP): `/healthz`, `/readyz` and `/metrics`.
 //!
 //! It is separate from the admission listener so probes and scrapes need no TLS and can
 //! never queue behind admission traffic.
