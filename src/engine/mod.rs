@@ -29,7 +29,7 @@ use crate::policy::model::FailurePolicy;
 use crate::policy::{CompiledPolicy, PolicySet};
 
 use matching::{Blocker, RequestFacts};
-use run::{PolicyRun, SharedBindings, WorkingCopy, run_policy};
+use run::{EditedObject, PolicyRun, SharedBindings, run_policy};
 use touched::Touched;
 
 /// Most passes over the candidates; later passes only look at policies that have not
@@ -201,7 +201,7 @@ fn evaluate_observed(
         },
     };
     let shared = SharedBindings::default();
-    let mut working = WorkingCopy {
+    let mut working = EditedObject {
         document,
         touched: Touched::new(),
         mutable,

@@ -11,7 +11,7 @@
 use serde_json::{Map, Value};
 
 use super::matching::{Blocker, RequestFacts};
-use super::run::{PolicyRun, SharedBindings, WorkingCopy, run_policy};
+use super::run::{EditedObject, PolicyRun, SharedBindings, run_policy};
 use super::touched::Touched;
 use crate::admission::AdmissionRequest;
 use crate::jsonpath::lookup::child;
@@ -19,7 +19,7 @@ use crate::jsonpath::{self, Token};
 use crate::k8s::pod_controllers::PodController;
 use crate::policy::CompiledPolicy;
 
-/// Runs `policy` on the template of `controller` in the working copy. A controller
+/// Runs `policy` on the template of `controller` in the edited object. A controller
 /// object without a template is not the policy's.
 pub fn run_on_template<'p>(
     policy: &'p CompiledPolicy,
@@ -27,7 +27,7 @@ pub fn run_on_template<'p>(
     facts: &RequestFacts<'_>,
     request: &AdmissionRequest,
     shared: &SharedBindings,
-    working: &mut WorkingCopy<'_>,
+    working: &mut EditedObject<'_>,
 ) -> PolicyRun<'p> {
     let tokens: Vec<Token> = controller
         .template
@@ -46,7 +46,7 @@ pub fn run_on_template<'p>(
         subresource: "",
         ..*facts
     };
-    let mut inner = WorkingCopy {
+    let mut inner = EditedObject {
         document: &mut pod,
         touched: Touched::new(),
         mutable: working.mutable,

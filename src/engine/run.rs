@@ -117,7 +117,7 @@ struct Target {
 }
 
 /// The object under evaluation, edited in place, and where it was written.
-pub struct WorkingCopy<'a> {
+pub struct EditedObject<'a> {
     pub document: &'a mut Value,
     /// Every location written so far, with the original values there.
     pub touched: Touched,
@@ -125,16 +125,16 @@ pub struct WorkingCopy<'a> {
     pub mutable: bool,
 }
 
-/// Matches, evaluates and applies one policy. The working copy is left as it was when
+/// Matches, evaluates and applies one policy. The edited object is left as it was when
 /// the policy fails.
 pub fn run_policy<'p>(
     policy: &'p CompiledPolicy,
     facts: &RequestFacts<'_>,
     request: &AdmissionRequest,
     shared: &SharedBindings,
-    working: &mut WorkingCopy<'_>,
+    working: &mut EditedObject<'_>,
 ) -> PolicyRun<'p> {
-    let WorkingCopy {
+    let EditedObject {
         document,
         touched,
         mutable,
