@@ -7,7 +7,6 @@
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::engine::{self, Evaluation, Outcome};
 use crate::namespaces::{NamespaceData, NamespaceSource};
@@ -17,6 +16,9 @@ use crate::policy::{PolicySet, Reads};
 mod lean;
 
 pub use lean::{parse_lean, review_lean};
+// The request itself is a Kubernetes type the engine reads; it lives in `k8s`, so the
+// engine does not import this module, which imports the engine.
+pub use crate::k8s::admission_request::{AdmissionRequest, GroupVersionKind, GroupVersionResource};
 
 pub const API_VERSION_V1: &str = "admission.k8s.io/v1";
 pub const API_VERSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
@@ -39,75 +41,6 @@ pub enum BadReview {
         field: &'static str,
         error: serde_json::Error,
     },
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GroupVersionKind {
-    #[serde(default)]
-    pub group: String,
-    #[serde(default)]
-    pub version: String,
-    #[serde(default)]
-    pub kind: String,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GroupVersionResource {
-    #[serde(default)]
-    pub group: String,
-    #[serde(default)]
-    pub version: String,
-    #[serde(default)]
-    pub resource: String,
-}
-
-/// The part of an AdmissionRequest the engine uses; unknown fields are ignored. `O` is
-/// the type of the objects: parsed (`Value`), or still raw JSON while a lean parse
-/// decides what of them to parse.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
-pub struct AdmissionRequest<O = Value> {
-    #[serde(default)]
-    pub uid: String,
-    #[serde(default)]
-    pub kind: GroupVersionKind,
-    #[serde(default)]
-    pub resource: GroupVersionResource,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sub_resource: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    #[serde(default)]
-    pub operation: String,
-    #[serde(default)]
-    pub user_info: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object: Option<O>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub old_object: Option<O>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dry_run: Option<bool>,
-}
-
-impl<O> AdmissionRequest<O> {
-    /// The same request with its objects replaced.
-    fn with_objects<P>(self, object: Option<P>, old_object: Option<P>) -> AdmissionRequest<P> {
-        AdmissionRequest {
-            uid: self.uid,
-            kind: self.kind,
-            resource: self.resource,
-            sub_resource: self.sub_resource,
-            name: self.name,
-            namespace: self.namespace,
-            operation: self.operation,
-            user_info: self.user_info,
-            object,
-            old_object,
-            dry_run: self.dry_run,
-        }
-    }
 }
 
 #[derive(Debug, Deserialize)]

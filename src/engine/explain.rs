@@ -16,8 +16,8 @@ use super::matching::{
 };
 use super::run::PolicyRun;
 use super::{Evaluation, Observer, PolicyResult, evaluate_observed};
-use crate::admission::AdmissionRequest;
 use crate::jsonpath::lookup::child;
+use crate::k8s::admission_request::AdmissionRequest;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
 use crate::policy::{CompiledPolicy, PolicySet};

@@ -5,9 +5,9 @@
 use serde_json::Value;
 
 use super::touched::Touched;
-use crate::admission::AdmissionRequest;
 use crate::jsonpath::lookup::{child, field};
 use crate::jsonpath::{JsonPath, PathError};
+use crate::k8s::admission_request::AdmissionRequest;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
 

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::admission::AdmissionRequest;
+use crate::k8s::admission_request::AdmissionRequest;
 use crate::k8s::pod_controllers;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::Operation;

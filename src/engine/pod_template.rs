@@ -13,9 +13,9 @@ use serde_json::{Map, Value};
 use super::matching::{Blocker, RequestFacts};
 use super::run::{EditedObject, PolicyRun, SharedBindings, run_policy};
 use super::touched::Touched;
-use crate::admission::AdmissionRequest;
 use crate::jsonpath::lookup::child;
 use crate::jsonpath::{self, Token};
+use crate::k8s::admission_request::AdmissionRequest;
 use crate::k8s::pod_controllers::PodController;
 use crate::policy::CompiledPolicy;
 

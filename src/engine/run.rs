@@ -11,9 +11,9 @@ use super::matching::{
     object_blocker, request_matches,
 };
 use super::touched::Touched;
-use crate::admission::AdmissionRequest;
 use crate::expr::{Bindings, Expression, Scope};
 use crate::jsonpath::{self, Token};
+use crate::k8s::admission_request::AdmissionRequest;
 use crate::policy::compiled::{
     CompiledMutation, CompiledPolicy, Foreach, MutationKind, ValueSource,
 };

@@ -1,4 +1,4 @@
-//! Kubernetes value formats used by the CEL helpers.
+//! Kubernetes value formats and types, without CEL types.
 //!
 //! Pure functions over plain Rust and JSON values: no CEL types here, so the
 //! rules can be tested (and reused by lint or the CLI) without an evaluator.
@@ -9,9 +9,11 @@
 //! - [`multus`]: the `k8s.v1.cni.cncf.io/networks` annotation, parse and merge.
 //! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
 //! - [`resources`]: the resource names of the built-in API groups.
+//! - [`admission_request`]: the AdmissionRequest graft reads.
 //! - [`image`]: container image references, parsed and normalised.
 //! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
 
+pub mod admission_request;
 pub mod image;
 pub mod merge_keys;
 pub mod multus;
