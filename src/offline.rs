@@ -2,7 +2,8 @@
 
 use serde_json::Value;
 
-use crate::admission::{AdmissionRequest, GroupVersionKind, GroupVersionResource};
+use crate::k8s::admission_request::{AdmissionRequest, GroupVersionKind, GroupVersionResource};
+use crate::k8s::resources::plural;
 
 /// How to present an object to the engine as an admission request.
 #[derive(Debug, Clone, Default)]
@@ -119,26 +120,6 @@ pub fn request_for(object: Value, options: &RequestOptions, uid: &str) -> Admiss
         old_object,
         dry_run: Some(false),
     }
-}
-
-/// The plural resource name of a kind, as Kubernetes derives it.
-pub fn plural(kind: &str) -> String {
-    let lower = kind.to_ascii_lowercase();
-    if lower.ends_with("ss") {
-        return format!("{lower}es");
-    }
-    if lower.is_empty() || lower.ends_with('s') {
-        return lower;
-    }
-    if let Some(stem) = lower.strip_suffix('y')
-        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
-    {
-        return format!("{stem}ies");
-    }
-    if lower.ends_with('x') || lower.ends_with("ch") || lower.ends_with("sh") {
-        return format!("{lower}es");
-    }
-    format!("{lower}s")
 }
 
 fn is_cluster_scoped(kind: &str) -> bool {

@@ -84,7 +84,7 @@ pub fn meant(name: &str) -> Option<&'static str> {
         return None;
     }
     let lower = name.to_ascii_lowercase();
-    let plural = crate::offline::plural(name);
+    let plural = plural(name);
     [lower.as_str(), plural.as_str()]
         .into_iter()
         .find_map(|candidate| {
@@ -93,6 +93,26 @@ pub fn meant(name: &str) -> Option<&'static str> {
                 .ok()
                 .map(|at| BUILT_IN_RESOURCES[at])
         })
+}
+
+/// The plural resource name of a kind, as Kubernetes derives it.
+pub fn plural(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    if lower.ends_with("ss") {
+        return format!("{lower}es");
+    }
+    if lower.is_empty() || lower.ends_with('s') {
+        return lower;
+    }
+    if let Some(stem) = lower.strip_suffix('y')
+        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
+    {
+        return format!("{stem}ies");
+    }
+    if lower.ends_with('x') || lower.ends_with("ch") || lower.ends_with("sh") {
+        return format!("{lower}es");
+    }
+    format!("{lower}s")
 }
 
 #[cfg(test)]
