@@ -15,7 +15,7 @@ use super::matching::{
     Blocker, RequestBlocker, RequestFacts, object_blocker, request_blocker, request_matches,
 };
 use super::run::PolicyRun;
-use super::{Evaluation, Observer, PolicyResult, evaluate_observed};
+use super::{Evaluation, Observer, PolicyResult, evaluate_copy};
 use crate::jsonpath::lookup::child;
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::namespaces::NamespaceData;
@@ -75,13 +75,8 @@ pub fn explain(
     namespace: &NamespaceData,
     policies: &PolicySet,
 ) -> Explanation {
-    let mut object = request.object.clone();
     let mut explainer = Explainer::default();
-    let mut evaluation =
-        evaluate_observed(request, &mut object, namespace, policies, &mut explainer);
-    if !evaluation.patch.0.is_empty() {
-        evaluation.mutated = object;
-    }
+    let evaluation = evaluate_copy(request, namespace, policies, &mut explainer);
     let operation = Operation::parse(&request.operation);
     let explained = policies
         .policies()
@@ -329,13 +324,7 @@ fn template_condition(policy: &CompiledPolicy, facts: &RequestFacts<'_>, object:
     let pod =
         crate::k8s::pod_controllers::controller(facts.group, facts.resource, facts.subresource)
             .and_then(|controller| super::pod_template::stand_in_pod(controller, object));
-    let pod_facts = RequestFacts {
-        group: "",
-        version: "v1",
-        resource: "pods",
-        subresource: "",
-        ..*facts
-    };
+    let pod_facts = facts.as_pod();
     let inner = pod.as_ref().and_then(|pod| {
         // When the declarative conditions hold, `match.cel` or `exclude` kept it out,
         // which only one of them can have if the policy has not both.

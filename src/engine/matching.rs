@@ -53,6 +53,18 @@ pub struct FieldTestError<'c> {
 }
 
 impl RequestFacts<'_> {
+    /// The same request, as if it were about a Pod: what a `podControllers` policy sees
+    /// of a controller's request while it runs on the controller's pod template.
+    pub fn as_pod(&self) -> Self {
+        RequestFacts {
+            group: "",
+            version: "v1",
+            resource: "pods",
+            subresource: "",
+            ..*self
+        }
+    }
+
     /// Whether the request is about a Namespace itself (any subresource).
     pub fn is_namespace(&self) -> bool {
         self.group.is_empty() && self.resource == "namespaces"

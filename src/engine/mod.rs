@@ -127,8 +127,18 @@ pub fn evaluate(
     namespace: &NamespaceData,
     policies: &PolicySet,
 ) -> Evaluation {
+    evaluate_copy(request, namespace, policies, &mut ())
+}
+
+/// [`evaluate`], showing each look at a policy to `observer`.
+fn evaluate_copy(
+    request: &AdmissionRequest,
+    namespace: &NamespaceData,
+    policies: &PolicySet,
+    observer: &mut impl Observer,
+) -> Evaluation {
     let mut object = request.object.clone();
-    let mut evaluation = evaluate_in_place(request, &mut object, namespace, policies);
+    let mut evaluation = evaluate_observed(request, &mut object, namespace, policies, observer);
     if !evaluation.patch.0.is_empty() {
         evaluation.mutated = object;
     }

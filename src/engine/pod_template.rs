@@ -39,13 +39,7 @@ pub fn run_on_template<'p>(
         return PolicyRun::NotForRequest;
     };
     let (mut pod, added) = stand_in(std::mem::take(template), generate_name);
-    let pod_facts = RequestFacts {
-        group: "",
-        version: "v1",
-        resource: "pods",
-        subresource: "",
-        ..*facts
-    };
+    let pod_facts = facts.as_pod();
     let mut inner = EditedObject {
         document: &mut pod,
         touched: Touched::new(),
