@@ -379,29 +379,35 @@ fn explain_reports_what_review_does_for_a_captured_review() {
     }
 }
 
-#[test]
-fn explain_text_names_the_condition_and_the_patch() {
-    let output = graft(
-        &[
-            "explain",
-            "--policies",
-            POLICIES,
-            "--policies",
-            NAMESPACE_POLICIES,
-            "--namespaces",
-            "tests/policies/objects/namespaces.yaml",
-            "-",
-        ],
-        Some(
-            b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: plain\nspec:\n  containers: [{name: app, image: app:1}]\n",
-        ),
-    );
+/// `graft explain` of `object` (standard input) with both fixture policy directories and
+/// the suites' Namespace objects, and `extra` flags; its text output.
+fn explain_text(extra: &[&str], object: &[u8]) -> String {
+    let mut args = vec![
+        "explain",
+        "--policies",
+        POLICIES,
+        "--policies",
+        NAMESPACE_POLICIES,
+        "--namespaces",
+        "tests/policies/objects/namespaces.yaml",
+    ];
+    args.extend_from_slice(extra);
+    args.push("-");
+    let output = graft(&args, Some(object));
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let text = String::from_utf8(output.stdout).unwrap();
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn explain_text_names_the_condition_and_the_patch() {
+    let text = explain_text(
+        &[],
+        b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: plain\nspec:\n  containers: [{name: app, image: app:1}]\n",
+    );
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
@@ -418,22 +424,10 @@ fn explain_text_names_the_condition_and_the_patch() {
         "{text}"
     );
 
-    let output = graft(
-        &[
-            "explain",
-            "--policies",
-            POLICIES,
-            "--policies",
-            NAMESPACE_POLICIES,
-            "--namespaces",
-            "tests/policies/objects/namespaces.yaml",
-            "--namespace",
-            "default",
-            "-",
-        ],
-        Some(b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers: [{name: app, image: app:1}]\n"),
+    let text = explain_text(
+        &["--namespace", "default"],
+        b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers: [{name: app, image: app:1}]\n",
     );
-    let text = String::from_utf8(output.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],

@@ -71,21 +71,7 @@ async fn outside_a_cluster_without_namespace_data_the_server_serves_and_says_wha
         assert_eq!(get(metrics, "/readyz").await?.0, 200);
         let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
         let mut h1 = http1(connect(addr, client).await?).await?;
-        let (status, body) = send1(
-            &mut h1,
-            mutate_request(
-                "POST",
-                "application/json",
-                review_of_injected_pod("default")?,
-            )?,
-        )
-        .await?;
-        assert_eq!(status, 200);
-        let answer: serde_json::Value = serde_json::from_slice(&body)?;
-        assert_eq!(answer["response"]["allowed"], false, "{answer}");
-        let denial = answer["response"]["status"]["message"]
-            .as_str()
-            .unwrap_or_default();
+        let denial = denial_of_injected_pod(&mut h1).await?;
         for needle in [
             "policy namespace-sidecar",
             "outside a Kubernetes pod",
@@ -203,6 +189,20 @@ fn a_set_without_namespace_policies_needs_no_cluster() {
     );
 }
 
+/// Sends a pod in `default` to the server and returns the message of its denial
+/// (failing when it is admitted).
+async fn denial_of_injected_pod(h1: &mut Http1) -> Result<String> {
+    let review = review_of_injected_pod("default")?;
+    let (status, body) = send1(h1, mutate_request("POST", "application/json", review)?).await?;
+    assert_eq!(status, 200);
+    let answer: serde_json::Value = serde_json::from_slice(&body)?;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    Ok(answer["response"]["status"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
+}
+
 fn review_of_injected_pod(namespace: &str) -> Result<Vec<u8>> {
     let pod = serde_json::json!({
         "apiVersion": "v1",
@@ -271,21 +271,8 @@ async fn a_reload_that_needs_namespaces_outside_a_cluster_serves_with_the_hint()
         assert_eq!(get(server.running.metrics_addr, "/readyz").await?.0, 200);
         let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
         let mut h1 = http1(connect(server.running.addr, client).await?).await?;
-        let (status, body) = send1(
-            &mut h1,
-            mutate_request(
-                "POST",
-                "application/json",
-                review_of_injected_pod("default")?,
-            )?,
-        )
-        .await?;
-        assert_eq!(status, 200);
-        let answer: serde_json::Value = serde_json::from_slice(&body)?;
-        let denial = answer["response"]["status"]["message"]
-            .as_str()
-            .unwrap_or_default();
-        assert!(denial.contains("--namespaces FILE"), "{answer}");
+        let denial = denial_of_injected_pod(&mut h1).await?;
+        assert!(denial.contains("--namespaces FILE"), "{denial}");
         server.shutdown().await
     })
     .await?
