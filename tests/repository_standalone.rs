@@ -47,7 +47,15 @@ fn outside_needles(repository: &Path) -> Vec<String> {
         .map(|dir| format!("/{dir}/"))
         .collect();
     needles.push(format!("../{}", "shared"));
-    if let Some(parent) = repository.parent().filter(|p| p.as_os_str().len() > 1) {
+    // The parent directory, unless it is the system's temporary directory (a checkout in
+    // /tmp): scripts rightly make their scratch directories there.
+    let temp = std::env::temp_dir();
+    let temp = temp.canonicalize().unwrap_or(temp);
+    if let Some(parent) = repository
+        .parent()
+        .filter(|p| p.as_os_str().len() > 1)
+        .filter(|p| p.canonicalize().map_or(true, |p| p != temp))
+    {
         needles.push(format!("{}/", parent.display()));
     }
     needles
