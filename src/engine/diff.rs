@@ -4,7 +4,7 @@
 //! `json_patch::diff` walks every key of both trees, pushing each onto a JSON Pointer
 //! and looking it up by hash on the other side, even where the two sides are equal: a
 //! third of a review went there for a pod whose containers list a sidecar merge
-//! touched. This walk is the same recursion in the same order, with two shortcuts that
+//! changed. This walk is the same recursion in the same order, with two shortcuts that
 //! do not change its output: a subtree that is plainly equal (same keys in the same
 //! order, equal values) is skipped before its key is pushed, and the keys of two maps
 //! are paired by position while they agree, so a lookup by hash happens only where the

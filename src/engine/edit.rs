@@ -1,12 +1,10 @@
-//! Changing a document in place, remembering how to undo it.
-//!
-//! A policy whose failure must leave the object untouched (`failurePolicy: Ignore`,
-//! or audit mode) edits with an undo log instead of working on a clone of the whole
-//! object: only the values actually replaced are kept. Every edit also reports
-//! whether it changed anything, so "this policy changed the object" is exact.
+//! Changing the object in place. Every write is recorded in the evaluation's
+//! [`Journal`] first, which is what makes a policy's changes undoable, its own patch
+//! and the review's patch exact; nothing else writes to the object.
 
 use serde_json::{Map, Value};
 
+use super::journal::Journal;
 use crate::jsonpath::{self, Token, array_index};
 use crate::k8s::merge_keys;
 use crate::policy::model::Position;
@@ -47,72 +45,19 @@ pub struct MergeOptions {
     pub position: Position,
 }
 
-#[derive(Debug)]
-enum Undo {
-    /// The value at the location was replaced; put the old one back.
-    Replace { at: Vec<Token>, old: Value },
-    /// A key or list item was added; remove it.
-    Remove { at: Vec<Token> },
-    /// A key or list item was removed; insert it again.
-    Insert { at: Vec<Token>, old: Value },
-    /// An edit too wide to track (raw JSON Patch): the whole previous document.
-    Whole(Value),
-}
-
-/// Edits one document, optionally recording an undo log.
+/// Edits one object, recording every write in a journal before making it.
 pub struct Editor<'d> {
-    document: &'d mut Value,
-    undo: Option<Vec<Undo>>,
-    changed: bool,
+    object: &'d mut Value,
+    journal: &'d mut Journal,
 }
 
 impl<'d> Editor<'d> {
-    pub fn new(document: &'d mut Value, undoable: bool) -> Editor<'d> {
-        Editor {
-            document,
-            undo: undoable.then(Vec::new),
-            changed: false,
-        }
+    pub fn new(object: &'d mut Value, journal: &'d mut Journal) -> Editor<'d> {
+        Editor { object, journal }
     }
 
-    pub fn document(&self) -> &Value {
-        self.document
-    }
-
-    pub fn changed(&self) -> bool {
-        self.changed
-    }
-
-    /// Restores the document to how it was when the editor was created.
-    pub fn rollback(&mut self) {
-        let Some(log) = self.undo.take() else {
-            return;
-        };
-        for entry in log.into_iter().rev() {
-            match entry {
-                Undo::Replace { at, old } => {
-                    if let Some(slot) = jsonpath::get_mut(self.document, &at) {
-                        *slot = old;
-                    }
-                }
-                Undo::Remove { at } => {
-                    remove_at(self.document, &at);
-                }
-                Undo::Insert { at, old } => {
-                    insert_at(self.document, &at, old);
-                }
-                Undo::Whole(old) => *self.document = old,
-            }
-        }
-        self.undo = Some(Vec::new());
-        self.changed = false;
-    }
-
-    fn record(&mut self, entry: impl FnOnce() -> Undo) {
-        self.changed = true;
-        if let Some(log) = &mut self.undo {
-            log.push(entry());
-        }
+    pub fn object(&self) -> &Value {
+        self.object
     }
 
     /// Sets `value` at `at`, creating missing objects on the way.
@@ -124,7 +69,7 @@ impl<'d> Editor<'d> {
         // Find the deepest existing ancestor; everything below it is created.
         let mut depth = 0;
         while depth < parents.len()
-            && jsonpath::get(self.document, &parents[..=depth]).is_some_and(|v| !v.is_null())
+            && jsonpath::get(self.object, &parents[..=depth]).is_some_and(|v| !v.is_null())
         {
             depth += 1;
         }
@@ -132,7 +77,7 @@ impl<'d> Editor<'d> {
             let built = build_missing(&at[depth + 1..], value, at)?;
             return self.put(&parents[..=depth], built);
         }
-        let parent = jsonpath::get(self.document, parents).unwrap_or(&Value::Null);
+        let parent = jsonpath::get(self.object, parents).unwrap_or(&Value::Null);
         match (parent, last) {
             (Value::Object(map), Token::Key(key)) => match map.get(key) {
                 Some(existing) if *existing == value => Ok(()),
@@ -169,45 +114,26 @@ impl<'d> Editor<'d> {
         let Some((last, parents)) = at.split_last() else {
             return Ok(());
         };
-        let Some(parent) = jsonpath::get_mut(self.document, parents) else {
+        // Recorded at `at`, which covers the parent when it is null: the record is
+        // cut at the first value that is not a map.
+        self.journal.record(self.object, at);
+        let Some(parent) = jsonpath::get_mut(self.object, parents) else {
             return Ok(());
         };
         if parent.is_null() {
-            let old = std::mem::replace(parent, Value::Object(Map::new()));
-            self.record(|| Undo::Replace {
-                at: parents.to_vec(),
-                old,
-            });
-            return self.put(at, value);
+            *parent = Value::Object(Map::new());
         }
         let kind = kind_of(parent);
         match (parent, last) {
             (Value::Object(map), Token::Key(key)) => {
-                match map.insert(key.clone(), value) {
-                    Some(old) => self.record(|| Undo::Replace {
-                        at: at.to_vec(),
-                        old,
-                    }),
-                    None => self.record(|| Undo::Remove { at: at.to_vec() }),
-                }
+                map.insert(key.clone(), value);
                 Ok(())
             }
             (Value::Array(items), Token::Index(index)) => {
                 let len = items.len();
                 match array_index(*index, len) {
-                    Some(i) => {
-                        let old = std::mem::replace(&mut items[i], value);
-                        self.record(|| Undo::Replace {
-                            at: at.to_vec(),
-                            old,
-                        });
-                    }
-                    None if *index == len as i64 => {
-                        items.push(value);
-                        let mut appended = parents.to_vec();
-                        appended.push(Token::Index(len as i64));
-                        self.record(|| Undo::Remove { at: appended });
-                    }
+                    Some(i) => items[i] = value,
+                    None if *index == len as i64 => items.push(value),
                     None => {
                         return Err(EditError::IndexOutOfRange {
                             at: jsonpath::display(at),
@@ -228,12 +154,8 @@ impl<'d> Editor<'d> {
 
     /// Removes the value at `at`, if present.
     pub fn remove(&mut self, at: &[Token]) {
-        if let Some(old) = remove_at(self.document, at) {
-            self.record(|| Undo::Insert {
-                at: at.to_vec(),
-                old,
-            });
-        }
+        self.journal.record(self.object, at);
+        remove_at(self.object, at);
     }
 
     /// Merges `fragment` into the value at `at` (created as `{}` when missing).
@@ -255,7 +177,7 @@ impl<'d> Editor<'d> {
         fragment: Value,
         options: MergeOptions,
     ) -> Result<(), EditError> {
-        let existing = jsonpath::get(self.document, at);
+        let existing = jsonpath::get(self.object, at);
         let mut location = at.to_vec();
         if existing.is_none_or(Value::is_null) {
             return match insertable(fragment, &mut location)? {
@@ -274,7 +196,7 @@ impl<'d> Editor<'d> {
         items: Vec<Value>,
         position: Position,
     ) -> Result<(), EditError> {
-        let len = match jsonpath::get(self.document, at) {
+        let len = match jsonpath::get(self.object, at) {
             None | Some(Value::Null) => {
                 let mut unique: Vec<Value> = Vec::with_capacity(items.len());
                 for item in items {
@@ -301,7 +223,7 @@ impl<'d> Editor<'d> {
         };
         let mut location = at.to_vec();
         for item in items {
-            let present = jsonpath::get(self.document, at)
+            let present = jsonpath::get(self.object, at)
                 .and_then(Value::as_array)
                 .is_some_and(|list| list.contains(&item));
             if present {
@@ -321,14 +243,12 @@ impl<'d> Editor<'d> {
         let Some((Token::Index(index), parents)) = at.split_last() else {
             return;
         };
-        let Some(Value::Array(items)) = jsonpath::get_mut(self.document, parents) else {
+        self.journal.record(self.object, at);
+        let Some(Value::Array(items)) = jsonpath::get_mut(self.object, parents) else {
             return;
         };
         let i = usize::try_from(*index).unwrap_or(0).min(items.len());
         items.insert(i, value);
-        let mut inserted = parents.to_vec();
-        inserted.push(Token::Index(i as i64));
-        self.record(|| Undo::Remove { at: inserted });
     }
 
     fn merge_into(
@@ -337,14 +257,14 @@ impl<'d> Editor<'d> {
         fragment: Value,
         options: MergeOptions,
     ) -> Result<(), EditError> {
-        let Some(target) = jsonpath::get(self.document, location) else {
+        let Some(target) = jsonpath::get(self.object, location) else {
             return Ok(());
         };
         match (target, fragment, list_merge_key(location)) {
             (Value::Object(_), Value::Object(entries), _) => {
                 for (key, value) in entries {
                     location.push(Token::Key(key));
-                    let present = jsonpath::get(self.document, location).is_some();
+                    let present = jsonpath::get(self.object, location).is_some();
                     let merged = match (present, value) {
                         (true, Value::Null) if options.if_absent => Ok(()),
                         (true, Value::Null) => {
@@ -375,7 +295,7 @@ impl<'d> Editor<'d> {
                             item: item_index,
                         });
                     };
-                    let existing = jsonpath::get(self.document, location)
+                    let existing = jsonpath::get(self.object, location)
                         .and_then(Value::as_array)
                         .and_then(|items| items.iter().position(|i| i.get(key) == Some(&id)));
                     let index = existing.unwrap_or(match options.position {
@@ -420,22 +340,16 @@ impl<'d> Editor<'d> {
         }
     }
 
-    /// Applies raw RFC 6902 operations; all or nothing.
+    /// Applies raw RFC 6902 operations. On an error the operations before it have been
+    /// applied: the journal undoes them with the rest of the policy's writes.
     pub fn json_patch(&mut self, patch: &json_patch::Patch) -> Result<(), EditError> {
-        // On a copy, one operation at a time: json-patch panics when it cannot undo a
-        // patch that failed part-way (a failed move has already removed its source),
-        // and a failed single operation leaves only the copy half-changed.
-        let mut patched = self.document.clone();
+        // One operation at a time: json-patch panics when it cannot undo a patch that
+        // failed part-way (a failed move has already removed its source). What a failed
+        // operation left half-done is under its recorded locations.
         for operation in &patch.0 {
-            json_patch::patch(&mut patched, std::slice::from_ref(operation))
+            self.journal.record_operation(self.object, operation);
+            json_patch::patch(self.object, std::slice::from_ref(operation))
                 .map_err(|e| EditError::JsonPatch(e.to_string()))?;
-        }
-        if patched != *self.document {
-            let before = std::mem::replace(self.document, patched);
-            self.changed = true;
-            if let Some(log) = &mut self.undo {
-                log.push(Undo::Whole(before));
-            }
         }
         Ok(())
     }
@@ -533,24 +447,6 @@ fn remove_at(document: &mut Value, at: &[Token]) -> Option<Value> {
             Some(items.remove(i))
         }
         _ => None,
-    }
-}
-
-fn insert_at(document: &mut Value, at: &[Token], value: Value) {
-    let Some((last, parents)) = at.split_last() else {
-        return;
-    };
-    match (jsonpath::get_mut(document, parents), last) {
-        (Some(Value::Object(map)), Token::Key(key)) => {
-            map.insert(key.clone(), value);
-        }
-        (Some(Value::Array(items)), Token::Index(index)) => {
-            let i = usize::try_from(*index)
-                .unwrap_or(items.len())
-                .min(items.len());
-            items.insert(i, value);
-        }
-        _ => {}
     }
 }
 

@@ -1,35 +1,37 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::engine::journal::Journal;
 use crate::policy::model::Position;
 
 fn key(k: &str) -> Token {
     Token::Key(k.to_string())
 }
 
-/// Runs `edit` on `before` with an undo log, checks the result and the changed flag,
-/// then checks that rollback restores `before`.
+/// Runs `edit` on `before`, checks the result and whether the journal sees a change,
+/// then checks that rolling the journal back restores `before`.
 fn check(before: Value, edit: impl FnOnce(&mut Editor<'_>), expected: Value, changed: bool) {
     let mut document = before.clone();
-    let mut editor = Editor::new(&mut document, true);
-    edit(&mut editor);
-    assert_eq!(editor.changed(), changed, "changed flag");
-    assert_eq!(editor.document(), &expected);
-    editor.rollback();
+    let mut journal = Journal::new();
+    edit(&mut Editor::new(&mut document, &mut journal));
+    assert_eq!(journal.changed(&document), changed, "changed flag");
+    assert_eq!(document, expected);
+    journal.rollback(&mut document);
     assert_eq!(document, before, "rollback restores the original");
 }
 
 #[test]
 fn set_creates_missing_parents() {
     let mut doc = json!({"metadata": {"name": "p"}});
-    let mut editor = Editor::new(&mut doc, true);
+    let mut journal = Journal::new();
+    let mut editor = Editor::new(&mut doc, &mut journal);
     editor
         .set(
             &[key("metadata"), key("annotations"), key("a/b")],
             json!("v"),
         )
         .unwrap();
-    assert!(editor.changed());
+    assert!(journal.changed(&doc));
     assert_eq!(
         doc,
         json!({"metadata": {"name": "p", "annotations": {"a/b": "v"}}})
@@ -39,15 +41,17 @@ fn set_creates_missing_parents() {
 #[test]
 fn set_same_value_is_no_change() {
     let mut doc = json!({"a": {"b": 1}});
-    let mut editor = Editor::new(&mut doc, true);
+    let mut journal = Journal::new();
+    let mut editor = Editor::new(&mut doc, &mut journal);
     editor.set(&[key("a"), key("b")], json!(1)).unwrap();
-    assert!(!editor.changed());
+    assert!(!journal.changed(&doc));
 }
 
 #[test]
 fn set_through_a_scalar_is_an_error() {
     let mut doc = json!({"a": "text"});
-    let mut editor = Editor::new(&mut doc, true);
+    let mut journal = Journal::new();
+    let mut editor = Editor::new(&mut doc, &mut journal);
     let error = editor.set(&[key("a"), key("b")], json!(1)).unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -58,42 +62,11 @@ fn set_through_a_scalar_is_an_error() {
 #[test]
 fn set_appends_at_list_end_and_refuses_gaps() {
     let mut doc = json!({"a": [1]});
-    let mut editor = Editor::new(&mut doc, true);
+    let mut journal = Journal::new();
+    let mut editor = Editor::new(&mut doc, &mut journal);
     editor.set(&[key("a"), Token::Index(1)], json!(2)).unwrap();
     assert!(editor.set(&[key("a"), Token::Index(5)], json!(2)).is_err());
     assert_eq!(doc, json!({"a": [1, 2]}));
-}
-
-#[test]
-fn rollback_restores_every_kind_of_edit() {
-    let before = json!({
-        "metadata": {"labels": {"x": "1"}},
-        "spec": {"containers": [{"name": "app", "image": "a"}], "volumes": [{"name": "v"}]}
-    });
-    let mut doc = before.clone();
-    let mut editor = Editor::new(&mut doc, true);
-    editor
-        .set(&[key("metadata"), key("labels"), key("x")], json!("2"))
-        .unwrap();
-    editor
-        .set(&[key("metadata"), key("annotations"), key("n")], json!("v"))
-        .unwrap();
-    editor.remove(&[key("spec"), key("volumes"), Token::Index(0)]);
-    editor
-        .merge(
-            &[],
-            json!({"spec": {"containers": [{"name": "app", "image": "b"}, {"name": "side", "image": "s"}]}}),
-        )
-        .unwrap();
-    editor
-        .json_patch(
-            &serde_json::from_value(json!([{"op": "add", "path": "/kind", "value": "Pod"}]))
-                .unwrap(),
-        )
-        .unwrap();
-    assert!(editor.changed());
-    editor.rollback();
-    assert_eq!(doc, before);
 }
 
 /// Containers merge by `name` and a container's ports by `containerPort`, Kubernetes'
@@ -101,7 +74,8 @@ fn rollback_restores_every_kind_of_edit() {
 #[test]
 fn merge_named_lists_by_name_and_appends_new_items() {
     let mut doc = json!({"spec": {"containers": [{"name": "app", "image": "a", "ports": [{"containerPort": 1}]}]}});
-    let mut editor = Editor::new(&mut doc, false);
+    let mut journal = Journal::new();
+    let mut editor = Editor::new(&mut doc, &mut journal);
     editor
         .merge(
             &[],
@@ -125,7 +99,10 @@ fn merged(
     at: &[Token],
     fragment: serde_json::Value,
 ) -> serde_json::Value {
-    Editor::new(&mut doc, false).merge(at, fragment).unwrap();
+    let mut journal = Journal::new();
+    Editor::new(&mut doc, &mut journal)
+        .merge(at, fragment)
+        .unwrap();
     doc
 }
 
@@ -182,7 +159,8 @@ fn lists_merge_on_kubernetes_merge_keys() {
 #[test]
 fn an_item_without_its_merge_key_is_an_error_not_a_replacement() {
     let mut doc = json!({"spec": {"containers": [{"name": "app"}]}});
-    let error = Editor::new(&mut doc, false)
+    let mut journal = Journal::new();
+    let error = Editor::new(&mut doc, &mut journal)
         .merge(&[], json!({"spec": {"containers": [{"image": "x"}]}}))
         .unwrap_err();
     assert!(
@@ -203,22 +181,25 @@ fn an_item_without_its_merge_key_is_an_error_not_a_replacement() {
 fn merge_null_removes_a_key_and_a_second_merge_changes_nothing() {
     let fragment = json!({"metadata": {"labels": {"gone": null, "new": "v"}}});
     let mut doc = json!({"metadata": {"labels": {"gone": "x", "kept": "y"}}});
-    let mut editor = Editor::new(&mut doc, false);
+    let mut journal = Journal::new();
+    let mut editor = Editor::new(&mut doc, &mut journal);
     editor.merge(&[], fragment.clone()).unwrap();
-    assert!(editor.changed());
+    assert!(journal.changed(&doc));
     assert_eq!(
         doc,
         json!({"metadata": {"labels": {"kept": "y", "new": "v"}}})
     );
-    let mut editor = Editor::new(&mut doc, false);
+    let mut journal = Journal::new();
+    let mut editor = Editor::new(&mut doc, &mut journal);
     editor.merge(&[], fragment).unwrap();
-    assert!(!editor.changed());
+    assert!(!journal.changed(&doc));
 }
 
 #[test]
 fn merge_into_missing_location_creates_it_without_nulls() {
     let mut doc = json!({});
-    let mut editor = Editor::new(&mut doc, false);
+    let mut journal = Journal::new();
+    let mut editor = Editor::new(&mut doc, &mut journal);
     editor
         .merge(
             &[key("spec"), key("nodeSelector")],
@@ -394,7 +375,8 @@ fn append_creates_a_missing_list_and_changes_nothing_when_all_are_there() {
 #[test]
 fn append_to_a_value_that_is_not_a_list_fails() {
     let mut doc = json!({"spec": {"args": "a"}});
-    let error = Editor::new(&mut doc, false)
+    let mut journal = Journal::new();
+    let error = Editor::new(&mut doc, &mut journal)
         .append(
             &[key("spec"), key("args")],
             vec![json!("b")],

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::touched::Touched;
+use super::journal::Journal;
 use crate::jsonpath::lookup::{child, field};
 use crate::jsonpath::{JsonPath, PathError};
 use crate::k8s::admission_request::AdmissionRequest;
@@ -255,14 +255,14 @@ pub enum Blocker<'c> {
 }
 
 impl Blocker<'_> {
-    /// Whether the writes recorded in `touched` may have removed the blocker.
-    pub fn may_have_changed(&self, touched: &Touched) -> bool {
+    /// Whether the writes committed to `journal` may have removed the blocker.
+    pub fn may_have_changed(&self, journal: &Journal) -> bool {
         match self {
-            Blocker::Name => touched.intersects(["metadata", "generateName"]),
-            Blocker::Labels => touched.intersects(["metadata", "labels"]),
-            Blocker::Annotations => touched.intersects(["metadata", "annotations"]),
-            Blocker::Field(path) => touched.intersects(path.leading_keys()),
-            Blocker::MatchCel | Blocker::Excluded | Blocker::Template => touched.intersects([]),
+            Blocker::Name => journal.intersects(["metadata", "generateName"]),
+            Blocker::Labels => journal.intersects(["metadata", "labels"]),
+            Blocker::Annotations => journal.intersects(["metadata", "annotations"]),
+            Blocker::Field(path) => journal.intersects(path.leading_keys()),
+            Blocker::MatchCel | Blocker::Excluded | Blocker::Template => journal.intersects([]),
         }
     }
 }

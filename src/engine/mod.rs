@@ -3,19 +3,19 @@
 //!
 //! For each candidate policy, in order: match against the object as the previous
 //! policies left it, evaluate the policy's expressions (phase 1, read-only), apply
-//! its mutations (phase 2), and keep or roll back the change. The patch is
+//! its mutations (phase 2), and keep or roll back the change (`journal`). The patch is
 //! `json_patch::diff(original, mutated)` (taken over the subtrees policies wrote, whose
-//! original values `touched` keeps, so the object is edited in place and never copied
-//! whole), never assembled by hand. A Pod policy with `podControllers` runs on a
+//! original values the journal keeps, so the object is edited in place and never
+//! copied whole), never assembled by hand. A Pod policy with `podControllers` runs on a
 //! controller's pod template as on a Pod (`pod_template`).
 
 mod diff;
 pub mod edit;
 pub mod explain;
+mod journal;
 pub mod matching;
 mod pod_template;
 mod run;
-mod touched;
 
 use std::collections::BTreeMap;
 
@@ -28,9 +28,9 @@ use crate::policy::compiled::Operation;
 use crate::policy::model::FailurePolicy;
 use crate::policy::{CompiledPolicy, PolicySet};
 
+use journal::Journal;
 use matching::{Blocker, RequestFacts};
 use run::{EditedObject, PolicyRun, SharedBindings, run_policy};
-use touched::Touched;
 
 /// Most passes over the candidates; later passes only look at policies that have not
 /// matched yet and have not seen the latest change.
@@ -212,8 +212,8 @@ fn evaluate_observed(
     };
     let shared = SharedBindings::default();
     let mut working = EditedObject {
-        document,
-        touched: Touched::new(),
+        object: document,
+        journal: Journal::new(),
         mutable,
     };
     let mut audited = BTreeMap::new();
@@ -239,14 +239,14 @@ fn evaluate_observed(
                 continue;
             }
             if blocked[i].is_some_and(|blocker| {
-                !selector_changes.may_have_changed(blocker, &working.touched, version)
+                !selector_changes.may_have_changed(blocker, &working.journal, version)
             }) {
                 seen[i] = Some(version);
                 continue;
             }
             looked = true;
             seen[i] = Some(version);
-            observer.before(policy, working.document);
+            observer.before(policy, working.object);
             let controller = policy
                 .pod_controllers
                 .then(|| {
@@ -264,7 +264,7 @@ fn evaluate_observed(
                 ),
                 None => run_policy(policy, &facts, request, &shared, &mut working),
             };
-            observer.after(policy, &facts, &outcome, working.document);
+            observer.after(policy, &facts, &outcome, working.object);
             blocked[i] = None;
             let (result, warning) = match outcome {
                 PolicyRun::NotForRequest => {
@@ -299,8 +299,7 @@ fn evaluate_observed(
                             record(&mut entries, i, PolicyResult::Failed { reason }, None);
                             report(&mut evaluation, &candidates, entries);
                             // Denied: nothing of what the policies did stays.
-                            let original = working.touched.original(working.document);
-                            *working.document = original;
+                            working.journal.rollback_all(working.object);
                             return evaluation;
                         }
                         FailurePolicy::Ignore => {
@@ -334,7 +333,7 @@ fn evaluate_observed(
             .audit_annotations
             .insert("audit-patches".to_string(), json);
     }
-    evaluation.patch = working.touched.diff(working.document);
+    evaluation.patch = working.journal.patch(working.object);
     evaluation
 }
 
@@ -351,7 +350,7 @@ impl SelectorChanges {
     fn may_have_changed(
         &mut self,
         blocker: Blocker<'_>,
-        touched: &Touched,
+        journal: &Journal,
         version: usize,
     ) -> bool {
         if self.version != version {
@@ -368,10 +367,10 @@ impl SelectorChanges {
             | Blocker::MatchCel
             | Blocker::Excluded
             | Blocker::Template => {
-                return blocker.may_have_changed(touched);
+                return blocker.may_have_changed(journal);
             }
         };
-        *slot.get_or_insert_with(|| blocker.may_have_changed(touched))
+        *slot.get_or_insert_with(|| blocker.may_have_changed(journal))
     }
 }
 

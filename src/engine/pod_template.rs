@@ -10,9 +10,9 @@
 
 use serde_json::{Map, Value};
 
+use super::journal::Journal;
 use super::matching::{Blocker, RequestFacts};
 use super::run::{EditedObject, PolicyRun, SharedBindings, run_policy};
-use super::touched::Touched;
 use crate::jsonpath::lookup::child;
 use crate::jsonpath::{self, Token};
 use crate::k8s::admission_request::AdmissionRequest;
@@ -34,40 +34,30 @@ pub fn run_on_template<'p>(
         .iter()
         .map(|key| Token::Key((*key).to_string()))
         .collect();
-    let generate_name = controller_generate_name(working.document);
-    let Some(Value::Object(template)) = jsonpath::get_mut(working.document, &tokens) else {
+    let generate_name = controller_generate_name(working.object);
+    let Some(Value::Object(template)) = jsonpath::get_mut(working.object, &tokens) else {
         return PolicyRun::NotForRequest;
     };
     let (mut pod, added) = stand_in(std::mem::take(template), generate_name);
     let pod_facts = facts.as_pod();
     let mut inner = EditedObject {
-        document: &mut pod,
-        touched: Touched::new(),
+        object: &mut pod,
+        journal: Journal::new(),
         mutable: working.mutable,
     };
     let outcome = run_policy(policy, &pod_facts, request, shared, &mut inner);
-    let changed = matches!(outcome, PolicyRun::Applied);
-    let failed = matches!(outcome, PolicyRun::Failed(_));
-    let inner_touched = inner.touched;
-    // A failed Fail policy edits without an undo log: its partial writes are dropped
-    // here, so the request's object is as it was when the request is denied.
-    let original = (changed || failed).then(|| added.remove(inner_touched.original(&pod)));
-    let current = added.remove(pod);
-    let template = match original {
-        Some(original) => {
-            put_back(working.document, &tokens, original);
-            if failed {
-                None
-            } else {
-                // Recorded while the original is in place, as every write must be.
-                working.touched.record(working.document, &tokens);
-                Some(current)
-            }
-        }
-        None => Some(current),
-    };
-    if let Some(template) = template {
-        put_back(working.document, &tokens, template);
+    // Only an applied policy leaves a change: any other outcome has rolled its
+    // writes back, and the template goes back as it was.
+    if matches!(outcome, PolicyRun::Applied) {
+        let original = added.remove(inner.journal.original(&pod));
+        put_back(working.object, &tokens, original);
+        // The template's write, recorded while the original is in place, as every
+        // write must be, and kept like the policy's own.
+        working.journal.record(working.object, &tokens);
+        put_back(working.object, &tokens, added.remove(pod));
+        working.journal.commit();
+    } else {
+        put_back(working.object, &tokens, added.remove(pod));
     }
     match outcome {
         PolicyRun::NotForRequest => PolicyRun::NotForRequest,

@@ -6,18 +6,18 @@ use std::fmt;
 use serde_json::{Value, json};
 
 use super::edit::{Editor, MergeOptions};
+use super::journal::Journal;
 use super::matching::{
     Block, Blocker, ConditionError, RequestFacts, exclude_holds, namespace_selector_holds,
     object_blocker, request_matches,
 };
-use super::touched::Touched;
 use crate::expr::{Bindings, Expression, Scope};
 use crate::jsonpath::{self, Token};
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::policy::compiled::{
     CompiledMutation, CompiledPolicy, Foreach, MutationKind, ValueSource,
 };
-use crate::policy::model::{FailurePolicy, Mode};
+use crate::policy::model::Mode;
 
 /// What running one policy did.
 #[derive(Debug)]
@@ -116,17 +116,16 @@ struct Target {
     value: Option<Value>,
 }
 
-/// The object under evaluation, edited in place, and where it was written.
+/// The object under evaluation, edited in place, and the journal of its changes.
 pub struct EditedObject<'a> {
-    pub document: &'a mut Value,
-    /// Every location written so far, with the original values there.
-    pub touched: Touched,
+    pub object: &'a mut Value,
+    pub journal: Journal,
     /// False for DELETE, whose oldObject policies may match on but not change.
     pub mutable: bool,
 }
 
 /// Matches, evaluates and applies one policy. The edited object is left as it was when
-/// the policy fails.
+/// the policy fails or only audits; otherwise its writes are committed to the journal.
 pub fn run_policy<'p>(
     policy: &'p CompiledPolicy,
     facts: &RequestFacts<'_>,
@@ -135,12 +134,12 @@ pub fn run_policy<'p>(
     working: &mut EditedObject<'_>,
 ) -> PolicyRun<'p> {
     let EditedObject {
-        document,
-        touched,
+        object,
+        journal,
         mutable,
     } = working;
     let mutable = *mutable;
-    let view: &Value = document;
+    let view: &Value = object;
     if !request_matches(&policy.matcher, facts) {
         return PolicyRun::NotForRequest;
     }
@@ -214,37 +213,32 @@ pub fn run_policy<'p>(
         return PolicyRun::Unchanged;
     }
 
-    // Phase 2: apply. Only an Ignore or Audit policy needs to be able to undo itself:
-    // a Fail policy's failure discards the whole request.
-    let audit = policy.mode == Mode::Audit;
-    let before = audit.then(|| document.clone());
-    let protected_before = protected_values(document);
-    let undoable = audit || policy.failure_policy == FailurePolicy::Ignore;
-    let mut editor = Editor::new(document, undoable);
-    if let Err(error) = apply(&mut editor, plan, touched) {
-        editor.rollback();
+    // Phase 2: apply, every write recorded in the journal, which undoes them when the
+    // policy fails or only audits.
+    let protected_before = protected_values(object);
+    let applied = apply(&mut Editor::new(object, journal), plan);
+    if let Err(error) = applied {
+        journal.rollback(object);
         return PolicyRun::Failed(error);
     }
-    if protected_values(editor.document()) != protected_before {
-        editor.rollback();
+    if protected_values(object) != protected_before {
+        journal.rollback(object);
         return PolicyRun::Failed(failure(
             "spec.mutations",
             "policies may not change metadata.name, metadata.namespace or metadata.uid",
         ));
     }
-    let changed = editor.changed();
-    if audit {
-        let patch = before
-            .as_ref()
-            .map(|before| json_patch::diff(before, editor.document()))
-            .unwrap_or_default();
-        editor.rollback();
+    if policy.mode == Mode::Audit {
+        let patch = journal.open_patch(object);
+        journal.rollback(object);
         return if patch.0.is_empty() {
             PolicyRun::Unchanged
         } else {
             PolicyRun::Audited(patch)
         };
     }
+    let changed = journal.changed(object);
+    journal.commit();
     if changed {
         PolicyRun::Applied
     } else {
@@ -430,17 +424,13 @@ fn condition_holds(
         .map_err(|e| failure(field, e))
 }
 
-fn apply(
-    editor: &mut Editor<'_>,
-    plan: Vec<Planned<'_>>,
-    touched: &mut Touched,
-) -> Result<(), Failure> {
+fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure> {
     for planned in plan {
         if let Some((foreach, selected)) = &planned.foreach {
-            check_elements(editor.document(), foreach, selected)?;
+            check_elements(editor.object(), foreach, selected)?;
         }
         for target in planned.targets {
-            apply_target(editor, (planned.field, planned.kind), target, touched)?;
+            apply_target(editor, (planned.field, planned.kind), target)?;
         }
     }
     Ok(())
@@ -499,7 +489,6 @@ fn apply_target(
     editor: &mut Editor<'_>,
     (field, kind): (&str, &MutationKind),
     target: Target,
-    touched: &mut Touched,
 ) -> Result<(), Failure> {
     let Target { base, value } = target;
     match (kind, value) {
@@ -509,15 +498,14 @@ fn apply_target(
             },
             Some(value),
         ) => {
-            let locations = below(editor.document(), &base, path, true)
+            let locations = below(editor.object(), &base, path, true)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
             for location in locations {
                 if *if_absent
-                    && jsonpath::get(editor.document(), &location).is_some_and(|v| !v.is_null())
+                    && jsonpath::get(editor.object(), &location).is_some_and(|v| !v.is_null())
                 {
                     continue;
                 }
-                touched.record(editor.document(), &location);
                 editor
                     .set(&location, value.clone())
                     .map_err(|e| failure(format!("{field}.path"), e))?;
@@ -534,7 +522,7 @@ fn apply_target(
         ) => {
             let locations = match path {
                 None => vec![base],
-                Some(path) => below(editor.document(), &base, path, true)
+                Some(path) => below(editor.object(), &base, path, true)
                     .map_err(|e| failure(format!("{field}.path"), e))?,
             };
             let options = MergeOptions {
@@ -542,7 +530,6 @@ fn apply_target(
                 position: *position,
             };
             for location in locations {
-                touched.record_merge(editor.document(), &location, &value);
                 editor
                     .merge_with(&location, value.clone(), options)
                     .map_err(|e| failure(format!("{field}.value"), e))?;
@@ -555,28 +542,23 @@ fn apply_target(
                     format!("append takes a list of the items to add, and the value is {value}"),
                 ));
             };
-            let locations = below(editor.document(), &base, path, true)
+            let locations = below(editor.object(), &base, path, true)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
             for location in locations {
-                touched.record(editor.document(), &location);
                 editor
                     .append(&location, items.clone(), *position)
                     .map_err(|e| failure(format!("{field}.path"), e))?;
             }
         }
         (MutationKind::Remove { path }, _) => {
-            let locations = below(editor.document(), &base, path, false)
+            let locations = below(editor.object(), &base, path, false)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
             // Later locations first, so list indices stay valid while removing.
             for location in locations.iter().rev() {
-                touched.record(editor.document(), location);
                 editor.remove(location);
             }
         }
         (MutationKind::JsonPatch(patch), _) => {
-            for operation in &patch.0 {
-                touched.record_operation(editor.document(), operation);
-            }
             editor.json_patch(patch).map_err(|e| failure(field, e))?;
         }
         (

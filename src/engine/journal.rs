@@ -1,0 +1,660 @@
+//! What an evaluation changed, and what was there before: the one record behind the
+//! patch, the rollback of a failed or audited policy, and the original object of a
+//! denied request.
+//!
+//! The object is the request's own, edited in place; nothing copies it whole. Before
+//! every write the [`super::edit::Editor`] records the location as the object keys
+//! leading to it, and the first record under a location keeps a copy of the value
+//! there (its snapshot) while it is still as the running policy found it. The running
+//! policy's records (`open`) then give everything per policy:
+//! - [`Journal::rollback`] puts its snapshots back, in place;
+//! - [`Journal::changed`] compares them with the object, so "applied" is exact;
+//! - [`Journal::open_patch`] is its own patch (audit mode);
+//! - [`Journal::commit`] moves them into the review's records (`committed`), where a
+//!   location keeps its first snapshot: the value the request came with.
+//!
+//! [`Journal::patch`] hands `json_patch::diff`'s recursion (`diff.rs`) each committed
+//! snapshot and the current value, walking the levels above them in the order
+//! `json_patch::diff` does, so the patch is the one the full diff of the original and
+//! the mutated object gives (a property test holds the two equal), over the written
+//! subtrees only.
+//!
+//! Invariant: nothing writes to the object except the `Editor`, which records each
+//! location first. A recorded location is cut at the first value that is missing or
+//! not a map, so every write lands at or below a recorded location.
+
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation};
+use serde_json::{Map, Value};
+
+use crate::jsonpath::Token;
+
+/// Keys deeper than this are not told apart: the subtree is kept and diffed whole.
+/// Three keys reach a single annotation, label or nodeSelector entry.
+const MAX_DEPTH: usize = 3;
+
+/// The changes of one evaluation: those of the policies that kept theirs, and those of
+/// the running policy.
+#[derive(Debug, Default)]
+pub struct Journal {
+    /// Every location a committed policy wrote, with the value the request came with.
+    committed: Node,
+    /// Every location the running policy wrote, with the value it found there.
+    open: Node,
+}
+
+#[derive(Debug, Default)]
+struct Node {
+    /// Set once anything at or below this location is written: the earlier value
+    /// here (`None`: absent). Nodes below a snapshot are not kept.
+    snapshot: Option<Option<Value>>,
+    /// Above a snapshot: the earlier map's keys, in order, for the order of removes
+    /// and of a restored map.
+    keys: Vec<String>,
+    children: Vec<(String, Node)>,
+}
+
+impl Node {
+    fn child(&self, key: &str) -> Option<&Node> {
+        self.children
+            .iter()
+            .find_map(|(name, node)| (name == key).then_some(node))
+    }
+
+    fn child_mut(&mut self, key: &str) -> &mut Node {
+        let index = match self.children.iter().position(|(name, _)| name == key) {
+            Some(index) => index,
+            None => {
+                self.children.push((key.to_string(), Node::default()));
+                self.children.len() - 1
+            }
+        };
+        &mut self.children[index].1
+    }
+
+    fn is_empty(&self) -> bool {
+        self.snapshot.is_none() && self.children.is_empty()
+    }
+
+    /// The earlier value of this location, given its `current` value.
+    fn original(&self, current: Option<&Value>) -> Option<Value> {
+        if let Some(snapshot) = &self.snapshot {
+            return snapshot.clone();
+        }
+        // Above a snapshot the value is a map that was never written as a whole: its
+        // untouched keys are as they were, the touched ones come from below.
+        let Some(Value::Object(map)) = current else {
+            return current.cloned();
+        };
+        if self.children.is_empty() {
+            return current.cloned();
+        }
+        let mut original = Map::new();
+        for key in &self.keys {
+            let value = match self.child(key) {
+                Some(child) => child.original(map.get(key)),
+                None => map.get(key).cloned(),
+            };
+            if let Some(value) = value {
+                original.insert(key.clone(), value);
+            }
+        }
+        Some(Value::Object(original))
+    }
+
+    /// Records a write under `keys` into `object`, before it is made.
+    fn record(&mut self, object: &Value, keys: &[&str]) {
+        // Cut at the first value that is missing (the write creates it) or not a map
+        // (the write replaces it): below that, the earlier value has nothing to keep apart.
+        let keys = &keys[..keys.len().min(MAX_DEPTH)];
+        let mut depth = 0;
+        let mut value = object;
+        while depth < keys.len() {
+            let Value::Object(map) = value else { break };
+            depth += 1;
+            match map.get(keys[depth - 1]) {
+                Some(child) => value = child,
+                None => break,
+            }
+        }
+        let mut node = self;
+        let mut current = Some(object);
+        for key in &keys[..depth] {
+            if node.snapshot.is_some() {
+                return;
+            }
+            if node.children.is_empty()
+                && let Some(Value::Object(map)) = current
+            {
+                // The first write below this map: its keys are still the earlier ones.
+                node.keys = map.keys().cloned().collect();
+            }
+            current = current.and_then(|value| value.get(*key));
+            node = node.child_mut(key);
+        }
+        if node.snapshot.is_some() {
+            return;
+        }
+        node.snapshot = Some(node.original(current));
+        node.children = Vec::new();
+        node.keys = Vec::new();
+    }
+
+    /// Folds `later`, records made after this node's, into this node: where this node
+    /// has no snapshot yet, `later`'s snapshot (the value before the later writes) with
+    /// this node's own records put back is the earlier value.
+    fn absorb(&mut self, later: Node) {
+        if self.snapshot.is_some() {
+            return;
+        }
+        if let Some(before) = later.snapshot {
+            let earlier = if self.children.is_empty() {
+                before
+            } else {
+                self.original(before.as_ref())
+            };
+            self.snapshot = Some(earlier);
+            self.children = Vec::new();
+            self.keys = Vec::new();
+            return;
+        }
+        if self.children.is_empty() {
+            // Nothing earlier was written below here: the later records' keys are
+            // the earlier ones.
+            self.keys = later.keys;
+        }
+        for (key, child) in later.children {
+            self.child_mut(&key).absorb(child);
+        }
+    }
+
+    /// Whether the current value differs from the recorded one anywhere.
+    fn changed(&self, current: Option<&Value>) -> bool {
+        if let Some(snapshot) = &self.snapshot {
+            return snapshot.as_ref() != current;
+        }
+        let Some(Value::Object(map)) = current else {
+            return !self.children.is_empty();
+        };
+        self.children
+            .iter()
+            .any(|(key, child)| child.changed(map.get(key)))
+    }
+
+    /// Puts the recorded values back into `value`, the value at this node's location.
+    fn restore(self, value: &mut Value) {
+        if let Some(snapshot) = self.snapshot {
+            *value = snapshot.unwrap_or(Value::Null);
+            return;
+        }
+        if self.children.is_empty() {
+            return;
+        }
+        let Value::Object(map) = value else {
+            // Not reached while the invariant holds: a map above a snapshot stays a map.
+            return;
+        };
+        for (key, child) in self.children {
+            match child.snapshot {
+                Some(Some(before)) => {
+                    map.insert(key, before);
+                }
+                Some(None) => {
+                    map.shift_remove(&key);
+                }
+                None => {
+                    if let Some(value) = map.get_mut(&key) {
+                        child.restore(value);
+                    }
+                }
+            }
+        }
+        // A removed key inserted again goes last: put the keys back in their order.
+        if !map.keys().eq(self.keys.iter()) {
+            let mut unordered = std::mem::take(map);
+            for key in &self.keys {
+                if let Some(value) = unordered.swap_remove(key) {
+                    map.insert(key.clone(), value);
+                }
+            }
+            map.extend(unordered);
+        }
+    }
+}
+
+/// The leading object keys of a location: a list index ends them, so a write into a
+/// list marks the whole list.
+fn leading_keys(at: &[Token]) -> Vec<&str> {
+    at.iter()
+        .map_while(|token| match token {
+            Token::Key(key) => Some(key.as_str()),
+            Token::Index(_) => None,
+        })
+        .collect()
+}
+
+impl Journal {
+    /// Nothing written yet.
+    pub fn new() -> Journal {
+        Journal::default()
+    }
+
+    /// Records a write at `at` into `object`, before it is made. The subtree under
+    /// the leading object keys (at most [`MAX_DEPTH`]) counts as changed.
+    pub fn record(&mut self, object: &Value, at: &[Token]) {
+        self.open.record(object, &leading_keys(at));
+    }
+
+    /// Records the locations a raw JSON Patch operation reads from or writes to. Its
+    /// tokens are taken as keys: where one is really a list index, the value above it
+    /// is a list, which cuts the location there.
+    pub fn record_operation(&mut self, object: &Value, operation: &PatchOperation) {
+        let pointers: [Option<&PointerBuf>; 2] = match operation {
+            PatchOperation::Add(op) => [Some(&op.path), None],
+            PatchOperation::Remove(op) => [Some(&op.path), None],
+            PatchOperation::Replace(op) => [Some(&op.path), None],
+            PatchOperation::Move(op) => [Some(&op.path), Some(&op.from)],
+            PatchOperation::Copy(op) => [Some(&op.path), None],
+            PatchOperation::Test(_) => [None, None],
+        };
+        for pointer in pointers.into_iter().flatten() {
+            let keys: Vec<String> = pointer
+                .tokens()
+                .map(|token| token.decoded().into_owned())
+                .collect();
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            self.open.record(object, &keys);
+        }
+    }
+
+    /// Whether the running policy's writes changed `object`.
+    pub fn changed(&self, object: &Value) -> bool {
+        self.open.changed(Some(object))
+    }
+
+    /// The running policy's own patch: the operations its writes make to the object
+    /// as it found it.
+    pub fn open_patch(&self, object: &Value) -> Patch {
+        patch_of(&self.open, object)
+    }
+
+    /// Keeps the running policy's writes.
+    pub fn commit(&mut self) {
+        let open = std::mem::take(&mut self.open);
+        self.committed.absorb(open);
+    }
+
+    /// Undoes the running policy's writes: `object` is as the policy found it.
+    pub fn rollback(&mut self, object: &mut Value) {
+        std::mem::take(&mut self.open).restore(object);
+    }
+
+    /// Undoes every write: `object` is as the request came.
+    pub fn rollback_all(&mut self, object: &mut Value) {
+        self.rollback(object);
+        std::mem::take(&mut self.committed).restore(object);
+    }
+
+    /// The object as the request came, without changing `object`.
+    pub fn original(&self, object: &Value) -> Value {
+        let open = self.open.original(Some(object));
+        self.committed
+            .original(open.as_ref())
+            .unwrap_or(Value::Null)
+    }
+
+    /// Whether a committed write may have changed anything at or under the location
+    /// named by `keys`.
+    pub fn intersects<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> bool {
+        let mut node = &self.committed;
+        for key in keys {
+            if node.snapshot.is_some() {
+                return true;
+            }
+            match node.child(key) {
+                Some(child) => node = child,
+                None => return false,
+            }
+        }
+        !node.is_empty()
+    }
+
+    /// `json_patch::diff(original, object)`, where `object` is the object the
+    /// committed writes were made to.
+    pub fn patch(&self, object: &Value) -> Patch {
+        patch_of(&self.committed, object)
+    }
+}
+
+fn patch_of(node: &Node, object: &Value) -> Patch {
+    let mut patch = Patch(Vec::new());
+    diff_node(node, object, &mut PointerBuf::new(), &mut patch);
+    patch
+}
+
+fn diff_node(node: &Node, current: &Value, at: &mut PointerBuf, patch: &mut Patch) {
+    match &node.snapshot {
+        Some(Some(original)) => return super::diff::diff_into(original, current, at, patch),
+        Some(None) => {
+            return patch.0.push(PatchOperation::Add(AddOperation {
+                path: at.clone(),
+                value: current.clone(),
+            }));
+        }
+        None => {}
+    }
+    if node.children.is_empty() {
+        return;
+    }
+    let Value::Object(map) = current else {
+        // Not reached while the invariant holds; the full diff is still right.
+        let original = node.original(Some(current)).unwrap_or(Value::Null);
+        return super::diff::diff_into(&original, current, at, patch);
+    };
+    // Same order as json_patch::diff: keys of the current map (adds and changes), then
+    // keys only in the original (removes), in original order.
+    for (key, value) in map {
+        if let Some(child) = node.child(key) {
+            at.push_back(key.as_str());
+            diff_node(child, value, at, patch);
+            at.pop_back();
+        }
+    }
+    for key in &node.keys {
+        if !map.contains_key(key)
+            && node
+                .child(key)
+                .is_some_and(|child| child.original(None).is_some())
+        {
+            at.push_back(key.as_str());
+            patch
+                .0
+                .push(PatchOperation::Remove(RemoveOperation { path: at.clone() }));
+            at.pop_back();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::edit::Editor;
+    use super::*;
+    use serde_json::json;
+
+    fn key_path(keys: &[&str]) -> Vec<Token> {
+        keys.iter()
+            .map(|key| Token::Key((*key).to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn nothing_recorded_gives_an_empty_patch() {
+        let patch = Journal::new().patch(&json!({"a": 1}));
+        assert!(patch.0.is_empty());
+    }
+
+    #[test]
+    fn recorded_subtrees_give_the_full_diff() {
+        let left = json!({
+            "metadata": {"name": "p", "labels": {"a": "1", "gone": "x"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "nodeName": "n"}
+        });
+        let right = json!({
+            "metadata": {"name": "p", "labels": {"a": "2", "new": "y"}, "annotations": {"k/v": "~"}},
+            "spec": {"containers": [{"name": "c", "image": "j"}, {"name": "d"}], "nodeName": "n"}
+        });
+        let mut journal = Journal::new();
+        journal.record(&left, &key_path(&["metadata", "labels", "a"]));
+        journal.record(&left, &key_path(&["metadata", "labels", "gone"]));
+        journal.record(&left, &key_path(&["metadata", "labels", "new"]));
+        journal.record(&left, &key_path(&["metadata", "annotations", "k/v"]));
+        journal.record(
+            &left,
+            &[
+                Token::Key("spec".into()),
+                Token::Key("containers".into()),
+                Token::Index(0),
+                Token::Key("image".into()),
+            ],
+        );
+        journal.commit();
+        assert_eq!(journal.patch(&right), json_patch::diff(&left, &right));
+    }
+
+    #[test]
+    fn a_shorter_record_covers_deeper_ones() {
+        let left = json!({"spec": {"a": {"b": 1}, "c": 1}});
+        let right = json!({"spec": {"a": {"b": 2}, "c": 2}});
+        let mut journal = Journal::new();
+        journal.record(&left, &key_path(&["spec", "a", "b"]));
+        journal.record(&left, &key_path(&["spec"]));
+        journal.record(&left, &key_path(&["spec", "a"]));
+        journal.commit();
+        assert_eq!(journal.patch(&right), json_patch::diff(&left, &right));
+    }
+
+    #[test]
+    fn raw_patch_operations_record_both_ends_of_a_move() {
+        let left = json!({"metadata": {"labels": {"a": "1"}}, "spec": {}});
+        let right = json!({"metadata": {"labels": {}}, "spec": {"a": "1"}});
+        let operation: PatchOperation = serde_json::from_value(
+            json!({"op": "move", "from": "/metadata/labels/a", "path": "/spec/a"}),
+        )
+        .unwrap();
+        let mut journal = Journal::new();
+        journal.record_operation(&left, &operation);
+        journal.commit();
+        assert_eq!(journal.patch(&right), json_patch::diff(&left, &right));
+    }
+
+    #[test]
+    fn a_merge_records_only_where_it_writes() {
+        let left = json!({"metadata": {"name": "p", "annotations": {"a": "1"}}, "spec": "text"});
+        let fragment = json!({
+            "metadata": {"annotations": {"a": null, "b": "2"}},
+            "spec": {"containers": [{"name": "c"}]}
+        });
+        let mut object = left.clone();
+        let mut journal = Journal::new();
+        Editor::new(&mut object, &mut journal)
+            .merge(&[], fragment)
+            .unwrap();
+        assert!(!journal.open.child("metadata").unwrap().children.is_empty());
+        assert!(journal.open.child("metadata").unwrap().snapshot.is_none());
+        journal.commit();
+        assert_eq!(journal.patch(&object), json_patch::diff(&left, &object));
+        assert_eq!(journal.original(&object), left);
+    }
+
+    /// Every kind of edit, rolled back: the object is as it was, keys in their order.
+    #[test]
+    fn rollback_restores_every_kind_of_edit_in_place() {
+        let before = json!({
+            "metadata": {"labels": {"x": "1", "y": "2"}, "name": "p"},
+            "spec": {"containers": [{"name": "app", "image": "a"}], "volumes": [{"name": "v"}]}
+        });
+        let mut object = before.clone();
+        let mut journal = Journal::new();
+        let mut editor = Editor::new(&mut object, &mut journal);
+        editor
+            .set(&key_path(&["metadata", "labels", "x"]), json!("2"))
+            .unwrap();
+        editor.remove(&key_path(&["metadata", "labels", "y"]));
+        editor.remove(&key_path(&["metadata", "labels"]));
+        editor
+            .set(&key_path(&["metadata", "annotations", "n"]), json!("v"))
+            .unwrap();
+        editor.remove(&[
+            Token::Key("spec".into()),
+            Token::Key("volumes".into()),
+            Token::Index(0),
+        ]);
+        editor
+            .merge(
+                &[],
+                json!({"spec": {"containers": [{"name": "app", "image": "b"}, {"name": "side"}]}}),
+            )
+            .unwrap();
+        editor
+            .json_patch(
+                &serde_json::from_value(json!([
+                    {"op": "add", "path": "/kind", "value": "Pod"},
+                    {"op": "move", "from": "/metadata/name", "path": "/spec/name"}
+                ]))
+                .unwrap(),
+            )
+            .unwrap();
+        assert!(journal.changed(&object));
+        assert_eq!(
+            journal.open_patch(&object),
+            json_patch::diff(&before, &object)
+        );
+        journal.rollback(&mut object);
+        assert_eq!(object, before);
+        assert_eq!(
+            serde_json::to_string(&object).unwrap(),
+            serde_json::to_string(&before).unwrap(),
+            "keys in their original order"
+        );
+        assert!(!journal.changed(&object));
+        journal.commit();
+        assert!(journal.patch(&object).0.is_empty());
+    }
+
+    /// A rolled-back policy leaves the committed ones' writes; rolling back all of them
+    /// gives the request's object.
+    #[test]
+    fn rollback_keeps_committed_writes_and_rollback_all_drops_them() {
+        let before = json!({"metadata": {"labels": {"a": "1"}}});
+        let mut object = before.clone();
+        let mut journal = Journal::new();
+        Editor::new(&mut object, &mut journal)
+            .set(&key_path(&["metadata", "labels", "a"]), json!("2"))
+            .unwrap();
+        journal.commit();
+        let committed = object.clone();
+        Editor::new(&mut object, &mut journal)
+            .set(&key_path(&["metadata", "labels", "a"]), json!("3"))
+            .unwrap();
+        assert_eq!(
+            journal.open_patch(&object),
+            json_patch::diff(&committed, &object),
+            "the open patch starts where the committed writes left the object"
+        );
+        journal.rollback(&mut object);
+        assert_eq!(object, committed);
+        assert_eq!(journal.patch(&object), json_patch::diff(&before, &object));
+        journal.rollback_all(&mut object);
+        assert_eq!(object, before);
+    }
+
+    /// Writing a value and then the old value back is no change.
+    #[test]
+    fn changed_compares_with_what_the_policy_found() {
+        let mut object = json!({"metadata": {"labels": {"a": "1"}}});
+        let mut journal = Journal::new();
+        let mut editor = Editor::new(&mut object, &mut journal);
+        editor
+            .set(&key_path(&["metadata", "labels", "a"]), json!("2"))
+            .unwrap();
+        editor
+            .set(&key_path(&["metadata", "labels", "a"]), json!("1"))
+            .unwrap();
+        assert!(!journal.changed(&object));
+        assert!(journal.open_patch(&object).0.is_empty());
+    }
+
+    #[test]
+    fn a_later_record_above_earlier_writes_keeps_the_original() {
+        let original = json!({"spec": {"a": {"b": 1}, "c": 1, "d": 1}});
+        let mut document = original.clone();
+        let mut journal = Journal::new();
+        journal.record(&document, &key_path(&["spec", "a", "b"]));
+        document["spec"]["a"]["b"] = json!(2);
+        journal.record(&document, &key_path(&["spec", "c"]));
+        document["spec"].as_object_mut().unwrap().shift_remove("c");
+        journal.record(&document, &key_path(&["spec", "e"]));
+        document["spec"]["e"] = json!(5);
+        journal.commit();
+        assert_eq!(journal.original(&document), original);
+        assert_eq!(
+            journal.patch(&document),
+            json_patch::diff(&original, &document)
+        );
+
+        journal.record(&document, &key_path(&["spec"]));
+        document["spec"] = json!("replaced");
+        journal.commit();
+        assert_eq!(journal.original(&document), original);
+        assert_eq!(
+            journal.patch(&document),
+            json_patch::diff(&original, &document)
+        );
+    }
+
+    #[test]
+    fn removes_come_in_original_key_order() {
+        let original = json!({"metadata": {"labels": {"a": "1", "b": "2", "c": "3"}}});
+        let mut document = original.clone();
+        let mut journal = Journal::new();
+        for key in ["c", "a"] {
+            journal.record(&document, &key_path(&["metadata", "labels", key]));
+            document["metadata"]["labels"]
+                .as_object_mut()
+                .unwrap()
+                .shift_remove(key);
+        }
+        journal.commit();
+        assert_eq!(
+            journal.patch(&document),
+            json_patch::diff(&original, &document)
+        );
+    }
+
+    #[test]
+    fn a_location_under_a_missing_or_scalar_value_is_cut_there() {
+        let original = json!({"metadata": {"name": "p"}, "spec": "text"});
+        let mut document = original.clone();
+        let mut journal = Journal::new();
+        journal.record(&document, &key_path(&["metadata", "labels", "a"]));
+        document["metadata"]["labels"] = json!({"a": "1"});
+        journal.record(&document, &key_path(&["spec", "x", "y"]));
+        document["spec"] = json!({"x": {"y": 1}});
+        journal.commit();
+        assert_eq!(journal.original(&document), original);
+        assert_eq!(
+            journal.patch(&document),
+            json_patch::diff(&original, &document)
+        );
+    }
+
+    #[test]
+    fn intersects_follows_recorded_keys() {
+        let left = json!({"metadata": {"annotations": {"a": "1"}}});
+        let mut journal = Journal::new();
+        journal.commit();
+        assert!(!journal.intersects([]));
+        journal.record(&left, &key_path(&["metadata", "annotations", "a"]));
+        journal.commit();
+        assert!(journal.intersects([]));
+        assert!(journal.intersects(["metadata"]));
+        assert!(journal.intersects(["metadata", "annotations"]));
+        assert!(journal.intersects(["metadata", "annotations", "a", "deeper"]));
+        assert!(!journal.intersects(["metadata", "annotations", "b"]));
+        assert!(!journal.intersects(["metadata", "labels"]));
+        assert!(!journal.intersects(["spec"]));
+        journal.record(&left, &key_path(&["spec"]));
+        journal.commit();
+        assert!(journal.intersects(["spec", "containers"]));
+    }
+
+    #[test]
+    fn a_write_at_the_root_diffs_everything() {
+        let left = json!({"a": 1, "b": [1, 2]});
+        let right = json!({"a": 2, "b": [1]});
+        let mut journal = Journal::new();
+        journal.record(&left, &[]);
+        journal.commit();
+        assert_eq!(journal.patch(&right), json_patch::diff(&left, &right));
+    }
+}
