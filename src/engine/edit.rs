@@ -63,7 +63,7 @@ impl<'d> Editor<'d> {
     /// Sets `value` at `at`, creating missing objects on the way.
     pub fn set(&mut self, at: &[Token], value: Value) -> Result<(), EditError> {
         let Some((last, parents)) = at.split_last() else {
-            // Replacing the whole document is refused at compile time.
+            // Replacing the whole object is refused at compile time.
             return Ok(());
         };
         // Find the deepest existing ancestor; everything below it is created.
@@ -438,9 +438,9 @@ fn build_missing(below: &[Token], value: Value, whole: &[Token]) -> Result<Value
     Ok(built)
 }
 
-fn remove_at(document: &mut Value, at: &[Token]) -> Option<Value> {
+fn remove_at(object: &mut Value, at: &[Token]) -> Option<Value> {
     let (last, parents) = at.split_last()?;
-    match (jsonpath::get_mut(document, parents)?, last) {
+    match (jsonpath::get_mut(object, parents)?, last) {
         (Value::Object(map), Token::Key(key)) => map.shift_remove(key),
         (Value::Array(items), Token::Index(index)) => {
             let i = array_index(*index, items.len())?;

@@ -122,8 +122,8 @@ struct Explainer {
 }
 
 impl Observer for Explainer {
-    fn before(&mut self, _policy: &CompiledPolicy, document: &Value) {
-        self.before = Some(document.clone());
+    fn before(&mut self, _policy: &CompiledPolicy, object: &Value) {
+        self.before = Some(object.clone());
     }
 
     fn after(
@@ -131,17 +131,17 @@ impl Observer for Explainer {
         policy: &CompiledPolicy,
         facts: &RequestFacts<'_>,
         run: &PolicyRun<'_>,
-        document: &Value,
+        object: &Value,
     ) {
         let look = match run {
             PolicyRun::NotForRequest => Look::NotMatched(request_condition(policy, facts)),
             PolicyRun::NotMatched(blocker) => {
-                Look::NotMatched(object_condition(policy, facts, *blocker, document))
+                Look::NotMatched(object_condition(policy, facts, *blocker, object))
             }
             PolicyRun::Applied => Look::Changed(
                 self.before
                     .as_ref()
-                    .map(|before| json_patch::diff(before, document))
+                    .map(|before| json_patch::diff(before, object))
                     .unwrap_or_default(),
             ),
             PolicyRun::Unchanged | PolicyRun::Audited(_) | PolicyRun::Failed(_) => Look::Other,

@@ -30,7 +30,7 @@ use crate::policy::{CompiledPolicy, PolicySet};
 
 use journal::Journal;
 use matching::{Blocker, RequestFacts};
-use run::{EditedObject, PolicyRun, SharedBindings, run_policy};
+use run::{EditedObject, PolicyRun, SharedBindings, Subject, run_policy};
 
 /// Most passes over the candidates; later passes only look at policies that have not
 /// matched yet and have not seen the latest change.
@@ -162,14 +162,14 @@ pub fn evaluate_in_place(
 /// evaluation uses `()`, which sees nothing and, being inlined away, costs nothing.
 trait Observer {
     /// Before the policy runs, on the object as the earlier policies left it.
-    fn before(&mut self, policy: &CompiledPolicy, document: &Value);
+    fn before(&mut self, policy: &CompiledPolicy, object: &Value);
     /// After it ran: what it did, and the object as it left it.
     fn after(
         &mut self,
         policy: &CompiledPolicy,
         facts: &RequestFacts<'_>,
         run: &PolicyRun<'_>,
-        document: &Value,
+        object: &Value,
     );
 }
 
@@ -197,24 +197,15 @@ fn evaluate_observed(
     if candidates.is_empty() {
         return evaluation;
     }
-    // DELETE carries only oldObject: policies can match on it but not mutate it.
-    let mutable = object.is_some();
-    let mut old_object;
-    let document = match object.as_mut() {
-        Some(document) => document,
-        None => match &request.old_object {
-            Some(old) => {
-                old_object = old.clone();
-                &mut old_object
-            }
-            None => return evaluation,
-        },
+    let subject = match (object.as_mut(), &request.old_object) {
+        (Some(object), _) => Subject::Changeable(object),
+        (None, Some(old_object)) => Subject::ReadOnly(old_object),
+        (None, None) => return evaluation,
     };
     let shared = SharedBindings::default();
     let mut working = EditedObject {
-        object: document,
+        subject,
         journal: Journal::new(),
-        mutable,
     };
     let mut audited = BTreeMap::new();
 
@@ -246,7 +237,7 @@ fn evaluate_observed(
             }
             looked = true;
             seen[i] = Some(version);
-            observer.before(policy, working.object);
+            observer.before(policy, working.subject.view());
             let controller = policy
                 .pod_controllers
                 .then(|| {
@@ -264,7 +255,7 @@ fn evaluate_observed(
                 ),
                 None => run_policy(policy, &facts, request, &shared, &mut working),
             };
-            observer.after(policy, &facts, &outcome, working.object);
+            observer.after(policy, &facts, &outcome, working.subject.view());
             blocked[i] = None;
             let (result, warning) = match outcome {
                 PolicyRun::NotForRequest => {
@@ -299,7 +290,7 @@ fn evaluate_observed(
                             record(&mut entries, i, PolicyResult::Failed { reason }, None);
                             report(&mut evaluation, &candidates, entries);
                             // Denied: nothing of what the policies did stays.
-                            working.journal.rollback_all(working.object);
+                            working.rollback_all();
                             return evaluation;
                         }
                         FailurePolicy::Ignore => {
@@ -333,7 +324,7 @@ fn evaluate_observed(
             .audit_annotations
             .insert("audit-patches".to_string(), json);
     }
-    evaluation.patch = working.journal.patch(working.object);
+    evaluation.patch = working.patch();
     evaluation
 }
 

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::journal::Journal;
 use super::matching::{Blocker, RequestFacts};
-use super::run::{EditedObject, PolicyRun, SharedBindings, run_policy};
+use super::run::{EditedObject, PolicyRun, SharedBindings, Subject, run_policy};
 use crate::jsonpath::lookup::child;
 use crate::jsonpath::{self, Token};
 use crate::k8s::admission_request::AdmissionRequest;
@@ -34,31 +34,45 @@ pub fn run_on_template<'p>(
         .iter()
         .map(|key| Token::Key((*key).to_string()))
         .collect();
-    let generate_name = controller_generate_name(working.object);
-    let Some(Value::Object(template)) = jsonpath::get_mut(working.object, &tokens) else {
-        return PolicyRun::NotForRequest;
-    };
-    let (mut pod, added) = stand_in(std::mem::take(template), generate_name);
     let pod_facts = facts.as_pod();
-    let mut inner = EditedObject {
-        object: &mut pod,
-        journal: Journal::new(),
-        mutable: working.mutable,
+    let outcome = match &mut working.subject {
+        Subject::ReadOnly(object) => {
+            let Some(pod) = stand_in_pod(controller, object) else {
+                return PolicyRun::NotForRequest;
+            };
+            let mut inner = EditedObject {
+                subject: Subject::ReadOnly(&pod),
+                journal: Journal::new(),
+            };
+            run_policy(policy, &pod_facts, request, shared, &mut inner)
+        }
+        Subject::Changeable(object) => {
+            let generate_name = controller_generate_name(object);
+            let Some(Value::Object(template)) = jsonpath::get_mut(object, &tokens) else {
+                return PolicyRun::NotForRequest;
+            };
+            let (mut pod, added) = stand_in(std::mem::take(template), generate_name);
+            let mut inner = EditedObject {
+                subject: Subject::Changeable(&mut pod),
+                journal: Journal::new(),
+            };
+            let outcome = run_policy(policy, &pod_facts, request, shared, &mut inner);
+            // Only an applied policy leaves a change: any other outcome has rolled its
+            // writes back, and the template goes back as it was.
+            if matches!(outcome, PolicyRun::Applied) {
+                let original = added.remove(inner.journal.original(&pod));
+                put_back(object, &tokens, original);
+                // The template's write, recorded while the original is in place, as
+                // every write must be, and kept like the policy's own.
+                working.journal.record(object, &tokens);
+                put_back(object, &tokens, added.remove(pod));
+                working.journal.commit();
+            } else {
+                put_back(object, &tokens, added.remove(pod));
+            }
+            outcome
+        }
     };
-    let outcome = run_policy(policy, &pod_facts, request, shared, &mut inner);
-    // Only an applied policy leaves a change: any other outcome has rolled its
-    // writes back, and the template goes back as it was.
-    if matches!(outcome, PolicyRun::Applied) {
-        let original = added.remove(inner.journal.original(&pod));
-        put_back(working.object, &tokens, original);
-        // The template's write, recorded while the original is in place, as every
-        // write must be, and kept like the policy's own.
-        working.journal.record(working.object, &tokens);
-        put_back(working.object, &tokens, added.remove(pod));
-        working.journal.commit();
-    } else {
-        put_back(working.object, &tokens, added.remove(pod));
-    }
     match outcome {
         PolicyRun::NotForRequest => PolicyRun::NotForRequest,
         // What blocked the stand-in lives under the template, not where the blocker
@@ -151,8 +165,8 @@ fn stand_in(template: Map<String, Value>, generate_name: Option<String>) -> (Val
     (Value::Object(pod), added)
 }
 
-fn put_back(document: &mut Value, tokens: &[Token], template: Value) {
-    if let Some(slot) = jsonpath::get_mut(document, tokens) {
+fn put_back(object: &mut Value, tokens: &[Token], template: Value) {
+    if let Some(slot) = jsonpath::get_mut(object, tokens) {
         *slot = template;
     }
 }

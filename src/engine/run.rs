@@ -116,12 +116,44 @@ struct Target {
     value: Option<Value>,
 }
 
-/// The object under evaluation, edited in place, and the journal of its changes.
+/// What a request's policies see as `object`. DELETE carries only `oldObject`:
+/// policies match on it and read it, and cannot change it. This type is where the
+/// engine tells the two apart; `run_policy` stops before writing for a read-only one.
+pub enum Subject<'a> {
+    /// The request's object, changed in place.
+    Changeable(&'a mut Value),
+    /// At DELETE, the old object.
+    ReadOnly(&'a Value),
+}
+
+impl Subject<'_> {
+    /// The object as it is now.
+    pub fn view(&self) -> &Value {
+        match self {
+            Subject::Changeable(object) => object,
+            Subject::ReadOnly(object) => object,
+        }
+    }
+}
+
+/// The object under evaluation and the journal of its changes.
 pub struct EditedObject<'a> {
-    pub object: &'a mut Value,
+    pub subject: Subject<'a>,
     pub journal: Journal,
-    /// False for DELETE, whose oldObject policies may match on but not change.
-    pub mutable: bool,
+}
+
+impl EditedObject<'_> {
+    /// Undoes every write the policies made, for a denied request.
+    pub fn rollback_all(&mut self) {
+        if let Subject::Changeable(object) = &mut self.subject {
+            self.journal.rollback_all(object);
+        }
+    }
+
+    /// The patch from the request's object to the object as the policies left it.
+    pub fn patch(&self) -> json_patch::Patch {
+        self.journal.patch(self.subject.view())
+    }
 }
 
 /// Matches, evaluates and applies one policy. The edited object is left as it was when
@@ -133,13 +165,8 @@ pub fn run_policy<'p>(
     shared: &SharedBindings,
     working: &mut EditedObject<'_>,
 ) -> PolicyRun<'p> {
-    let EditedObject {
-        object,
-        journal,
-        mutable,
-    } = working;
-    let mutable = *mutable;
-    let view: &Value = object;
+    let EditedObject { subject, journal } = working;
+    let view: &Value = subject.view();
     if !request_matches(&policy.matcher, facts) {
         return PolicyRun::NotForRequest;
     }
@@ -209,9 +236,9 @@ pub fn run_policy<'p>(
             Err(error) => return PolicyRun::Failed(error),
         }
     };
-    if !mutable {
+    let Subject::Changeable(object) = subject else {
         return PolicyRun::Unchanged;
-    }
+    };
 
     // Phase 2: apply, every write recorded in the journal, which undoes them when the
     // policy fails or only audits.
@@ -440,13 +467,13 @@ fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure>
 /// mutation of the same policy that added or removed some would send the writes to
 /// the wrong element.
 fn check_elements(
-    document: &Value,
+    object: &Value,
     foreach: &Foreach,
     selected: &[Vec<Token>],
 ) -> Result<(), Failure> {
     let now = foreach
         .path
-        .locations(document)
+        .locations(object)
         .map_err(|e| failure(&foreach.field, e))?;
     if now != selected {
         return Err(failure(
@@ -466,12 +493,12 @@ fn check_elements(
 
 /// The locations `path` selects for writing below `base`, as absolute locations.
 fn below(
-    document: &Value,
+    object: &Value,
     base: &[Token],
     path: &jsonpath::JsonPath,
     write: bool,
 ) -> Result<Vec<Vec<Token>>, jsonpath::PathError> {
-    let Some(start) = jsonpath::get(document, base) else {
+    let Some(start) = jsonpath::get(object, base) else {
         return Ok(Vec::new());
     };
     let relative = if write {
@@ -569,8 +596,8 @@ fn apply_target(
     Ok(())
 }
 
-fn protected_values(document: &Value) -> [Option<Value>; 3] {
-    let metadata = crate::jsonpath::lookup::child(document, "metadata");
+fn protected_values(object: &Value) -> [Option<Value>; 3] {
+    let metadata = crate::jsonpath::lookup::child(object, "metadata");
     ["name", "namespace", "uid"].map(|key| {
         metadata
             .and_then(|m| crate::jsonpath::lookup::child(m, key))
