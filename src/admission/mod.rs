@@ -153,6 +153,7 @@ fn candidate_reads<O>(request: &AdmissionRequest<O>, policies: &PolicySet) -> Op
         &request.resource.resource,
         request.sub_resource.as_deref().unwrap_or(""),
         operation,
+        request.namespace.as_deref().unwrap_or(""),
     )
 }
 

@@ -192,7 +192,12 @@ fn evaluate_observed(
     };
     let facts = RequestFacts::of(request, operation, namespace);
     let candidates: Vec<&CompiledPolicy> = policies
-        .candidates(facts.resource, facts.subresource, operation)
+        .candidates(
+            facts.resource,
+            facts.subresource,
+            operation,
+            facts.namespace,
+        )
         .collect();
     if candidates.is_empty() {
         return evaluation;

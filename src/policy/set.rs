@@ -20,12 +20,17 @@ pub struct Reads {
 type ByOperation = [Vec<u32>; 4];
 
 /// Every policy in evaluation order, plus an index on (resource, subresource, operation)
-/// so a request only looks at the policies that can match it.
+/// and the namespaces a policy names, so a request only looks at the policies that can
+/// match it.
 #[derive(Debug, Default)]
 pub struct PolicySet {
     policies: Vec<Arc<CompiledPolicy>>,
     /// Per policy, what of a review it can see beyond the object's usual fields.
     reads: Vec<Reads>,
+    /// Per policy, the namespaces its `match.namespaces` names when they are all plain
+    /// names (no `*`); `None` when it matches any namespace or uses a pattern. Most of
+    /// a large set names the namespaces of its team: the index skips them for others.
+    namespaces: Vec<Option<Box<[String]>>>,
     /// resource -> subresource ("" for none) -> operation -> policy positions, ascending.
     index: HashMap<String, HashMap<String, ByOperation>>,
     /// Policies whose rules use a wildcard resource or subresource, per operation.
@@ -108,9 +113,18 @@ impl PolicySet {
             })
             .collect::<Vec<Reads>>();
         let needs_namespaces = reads.iter().any(|reads| reads.namespace);
+        let namespaces = policies
+            .iter()
+            .map(|policy| {
+                let patterns = &policy.matcher.namespaces;
+                let plain = !patterns.is_empty() && patterns.iter().all(|p| !p.0.contains('*'));
+                plain.then(|| patterns.iter().map(|p| p.0.clone()).collect())
+            })
+            .collect();
         PolicySet {
             policies,
             reads,
+            namespaces,
             index,
             wildcard,
             needs_namespaces,
@@ -142,16 +156,17 @@ impl PolicySet {
         self.policies.iter().map(AsRef::as_ref)
     }
 
-    /// The policies whose resource rules can match, in evaluation order.
-    pub fn candidates(
-        &self,
+    /// The policies whose resource rules and namespace names can match a request in
+    /// `namespace` (empty for a cluster-scoped one), in evaluation order.
+    pub fn candidates<'s>(
+        &'s self,
         resource: &str,
         subresource: &str,
         operation: Operation,
-    ) -> impl Iterator<Item = &CompiledPolicy> {
-        self.positions(resource, subresource, operation)
-            .iter()
-            .filter_map(|&position| self.policies.get(position as usize).map(AsRef::as_ref))
+        namespace: &'s str,
+    ) -> impl Iterator<Item = &'s CompiledPolicy> {
+        self.positions(resource, subresource, operation, namespace)
+            .filter_map(|position| self.policies.get(position as usize).map(AsRef::as_ref))
     }
 
     /// What the candidate policies for a request can see, together; `None` when no
@@ -161,16 +176,14 @@ impl PolicySet {
         resource: &str,
         subresource: &str,
         operation: Operation,
+        namespace: &str,
     ) -> Option<Reads> {
-        let positions = self.positions(resource, subresource, operation);
-        if positions.is_empty() {
-            return None;
-        }
+        let mut positions = self
+            .positions(resource, subresource, operation, namespace)
+            .peekable();
+        positions.peek()?;
         let mut all = Reads::default();
-        for reads in positions
-            .iter()
-            .filter_map(|&position| self.reads.get(position as usize))
-        {
+        for reads in positions.filter_map(|position| self.reads.get(position as usize)) {
             all.managed_fields |= reads.managed_fields;
             all.old_object |= reads.old_object;
             all.namespace |= reads.namespace;
@@ -178,12 +191,71 @@ impl PolicySet {
         Some(all)
     }
 
-    fn positions(&self, resource: &str, subresource: &str, operation: Operation) -> &[u32] {
-        self.index
+    fn positions<'s>(
+        &'s self,
+        resource: &str,
+        subresource: &str,
+        operation: Operation,
+        namespace: &'s str,
+    ) -> impl Iterator<Item = u32> + 's {
+        let listed = self
+            .index
             .get(resource)
             .and_then(|by_sub| by_sub.get(subresource))
             .map_or(&self.wildcard[slot(operation)], |lists| {
                 &lists[slot(operation)]
-            })
+            });
+        listed.iter().copied().filter(move |&position| {
+            match self.namespaces.get(position as usize) {
+                Some(Some(names)) => names.iter().any(|name| name == namespace),
+                _ => true,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn policy(name: &str, namespaces: &str) -> String {
+        format!(
+            "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata:\n  name: {name}\nspec:\n  match:\n    resources: [pods]\n    namespaces: {namespaces}\n  mutations:\n    - set:\n        path: $.metadata.labels.seen\n        value: \"yes\"\n"
+        )
+    }
+
+    fn names<'s>(set: &'s PolicySet, namespace: &'s str) -> Vec<&'s str> {
+        set.candidates("pods", "", Operation::Create, namespace)
+            .map(|policy| policy.name.as_str())
+            .collect()
+    }
+
+    /// A policy naming plain namespaces is a candidate only in them; one with a pattern
+    /// or no namespaces is a candidate everywhere, as the match itself decides.
+    #[test]
+    fn candidates_are_the_policies_that_name_the_namespace() {
+        let text = [
+            policy("a-team", "[team-a, team-a-staging]"),
+            policy("b-team", "[team-b]"),
+            policy("c-glob", "['team-*']"),
+            policy("d-any", "[]"),
+        ]
+        .join("---\n");
+        let set = crate::policy::load_str(Path::new("p.yaml"), &text)
+            .unwrap()
+            .set;
+        assert_eq!(names(&set, "team-a"), ["a-team", "c-glob", "d-any"]);
+        assert_eq!(names(&set, "team-a-staging"), ["a-team", "c-glob", "d-any"]);
+        assert_eq!(names(&set, "team-b"), ["b-team", "c-glob", "d-any"]);
+        assert_eq!(names(&set, "other"), ["c-glob", "d-any"]);
+        assert_eq!(names(&set, ""), ["c-glob", "d-any"]);
+        let reads = |namespace| set.candidate_reads("pods", "", Operation::Create, namespace);
+        assert!(reads("other").is_some());
+        assert!(
+            set.candidate_reads("nodes", "", Operation::Create, "")
+                .is_none()
+        );
     }
 }
