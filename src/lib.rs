@@ -31,7 +31,6 @@ pub mod k8s;
 pub mod manifests;
 pub mod metrics;
 pub mod namespaces;
-pub mod offline;
 pub mod policy;
 pub mod server;
 pub mod watch;

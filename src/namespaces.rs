@@ -79,7 +79,7 @@ pub trait NamespaceSource: Send + Sync + std::fmt::Debug {
 #[derive(Debug, thiserror::Error)]
 pub enum NamespacesError {
     #[error(transparent)]
-    Documents(#[from] crate::offline::ObjectsError),
+    Documents(#[from] crate::k8s::objects::ObjectsError),
     #[error("object {index}{name}: {reason}")]
     Object {
         index: usize,
@@ -92,7 +92,7 @@ pub enum NamespacesError {
 /// Reads Namespace objects from YAML or JSON text: several documents, and `kind: List`
 /// items. Every object must be a `v1` Namespace with a name; names are unique.
 pub fn read_namespaces(text: &str) -> Result<Vec<Namespace>, NamespacesError> {
-    let objects = crate::offline::read_objects(text)?;
+    let objects = crate::k8s::objects::read_objects(text)?;
     let mut namespaces: Vec<Namespace> = Vec::with_capacity(objects.len());
     for (index, object) in objects.iter().enumerate() {
         let index = index + 1;

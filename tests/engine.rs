@@ -2,9 +2,9 @@
 //! provenance, and the properties of the computed patch.
 
 use graft::admission::AdmissionRequest;
+use graft::cli::offline::{RequestOptions, request_for};
 use graft::engine::{self, Evaluation, Outcome, PolicyResult};
 use graft::namespaces::NamespaceData;
-use graft::offline::{RequestOptions, request_for};
 use serde_json::{Value, json};
 
 /// Loads `policies` (YAML documents) and evaluates a CREATE of `object` in namespace `ns`.

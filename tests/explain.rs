@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
+use graft::cli::offline::{RequestOptions, request_for};
 use graft::engine::Outcome;
 use graft::engine::explain::{Explanation, Verdict, explain};
 use graft::namespaces::{Namespace, NamespaceData};
-use graft::offline::{RequestOptions, request_for};
 use graft::policy::PolicySet;
 use serde_json::{Value, json};
 

@@ -10,8 +10,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("k8s", &[]),
     ("manifests", &[]),
     ("expr", &["k8s"]),
-    ("offline", &["k8s"]),
-    ("namespaces", &["offline"]),
+    ("namespaces", &["k8s"]),
     ("policy", &["expr", "jsonpath", "k8s", "manifests"]),
     (
         "engine",

@@ -3,9 +3,9 @@
 //! on small inline policies.
 
 use graft::admission::AdmissionRequest;
+use graft::cli::offline::{RequestOptions, request_for};
 use graft::engine::{self, Evaluation, Outcome, PolicyResult};
 use graft::namespaces::NamespaceData;
-use graft::offline::{RequestOptions, request_for};
 use serde_json::{Value, json};
 
 /// Loads `policies` (YAML) and evaluates a CREATE of `object`; checks that the patch

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use graft::admission::AdmissionRequest;
+use graft::cli::offline::{RequestOptions, request_for};
 use graft::engine::{self, Evaluation, Outcome, PolicyResult};
 use graft::namespaces::NamespaceData;
-use graft::offline::{RequestOptions, request_for};
 use graft::policy::PolicySet;
 use serde_json::{Value, json};
 

@@ -550,11 +550,11 @@ fn namespaces() -> &'static NamespaceMap {
 }
 
 fn pod_request(object: Value, namespace: &str) -> AdmissionRequest {
-    let options = graft::offline::RequestOptions {
+    let options = graft::cli::offline::RequestOptions {
         namespace: Some(namespace.to_string()),
         ..Default::default()
     };
-    graft::offline::request_for(object, &options, "uid-1")
+    graft::cli::offline::request_for(object, &options, "uid-1")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -839,12 +839,12 @@ proptest! {
     #[test]
     fn example_policies_converge_on_random_nodes(node in example_node()) {
         let set = example_policies();
-        let options = graft::offline::RequestOptions {
+        let options = graft::cli::offline::RequestOptions {
             operation: "UPDATE".into(),
             resource: Some("nodes/status".into()),
             old_object: Some(node.clone()),
             ..Default::default()
         };
-        converges(&graft::offline::request_for(node, &options, "uid-2"), set)?;
+        converges(&graft::cli::offline::request_for(node, &options, "uid-2"), set)?;
     }
 }

@@ -108,8 +108,8 @@ impl ObjectInput {
         let namespaces = namespace_source(self.namespaces.as_deref(), Some(&self.file))?;
         let text = String::from_utf8(read_input(&self.file)?)
             .with_context(|| format!("{}: not UTF-8 text", self.file.display()))?;
-        let objects = crate::offline::read_objects(&text)?;
-        let options = crate::offline::RequestOptions {
+        let objects = crate::k8s::objects::read_objects(&text)?;
+        let options = crate::cli::offline::RequestOptions {
             operation: self.operation.clone(),
             namespace: self.namespace.clone(),
             resource: self.resource.clone(),
@@ -125,7 +125,7 @@ impl ObjectInput {
                 requests.push(review.request);
             } else {
                 let uid = format!("{uid_prefix}-{index}");
-                requests.push(crate::offline::request_for(object, &options, &uid));
+                requests.push(crate::cli::offline::request_for(object, &options, &uid));
             }
         }
         Ok(Requests {

@@ -49,7 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(file) = &args.webhook_config {
         let text = std::fs::read_to_string(file)
             .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        let objects = crate::offline::read_objects(&text)?;
+        let objects = crate::k8s::objects::read_objects(&text)?;
         let rules = crate::manifests::webhook::deployed_rules(&objects);
         if rules.is_empty() {
             anyhow::bail!(

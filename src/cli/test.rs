@@ -14,9 +14,10 @@ use serde_json::Value;
 
 use super::input::load_policies;
 use crate::admission::{self, AdmissionRequest};
+use crate::cli::offline::{self, RequestOptions};
 use crate::engine::{self, Evaluation, Outcome};
+use crate::k8s::objects::read_objects;
 use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};
-use crate::offline::{self, RequestOptions};
 use crate::policy::PolicySet;
 
 use super::test_update;
@@ -273,9 +274,7 @@ fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<Name
         let path = base.join(path);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        objects.extend(
-            offline::read_objects(&text).with_context(|| format!("reading {}", path.display()))?,
-        );
+        objects.extend(read_objects(&text).with_context(|| format!("reading {}", path.display()))?);
     }
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
     let namespaces = namespaces::read_namespaces(&serde_json::to_string(&list)?)?;
@@ -380,7 +379,7 @@ fn case_request(case: &Case, base: &Path) -> anyhow::Result<AdmissionRequest> {
 fn read_single_object(path: &Path) -> anyhow::Result<Value> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut objects = offline::read_objects(&text)?;
+    let mut objects = read_objects(&text)?;
     if objects.len() != 1 {
         bail!(
             "{}: expected one object, found {}",

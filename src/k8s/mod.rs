@@ -10,6 +10,7 @@
 //! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
 //! - [`resources`]: the resource names of the built-in API groups.
 //! - [`admission_request`]: the AdmissionRequest graft reads.
+//! - [`objects`]: Kubernetes objects from YAML or JSON text (documents, `kind: List`).
 //! - [`image`]: container image references, parsed and normalised.
 //! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
 
@@ -17,6 +18,7 @@ pub mod admission_request;
 pub mod image;
 pub mod merge_keys;
 pub mod multus;
+pub mod objects;
 pub mod ordinal;
 pub mod pod_controllers;
 pub mod quantity;
