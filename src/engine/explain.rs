@@ -138,13 +138,13 @@ impl Observer for Explainer {
             PolicyRun::NotMatched(blocker) => {
                 Look::NotMatched(object_condition(policy, facts, *blocker, object))
             }
-            PolicyRun::Applied => Look::Changed(
+            PolicyRun::Matched(PolicyResult::Applied) => Look::Changed(
                 self.before
                     .as_ref()
                     .map(|before| json_patch::diff(before, object))
                     .unwrap_or_default(),
             ),
-            PolicyRun::Unchanged | PolicyRun::Audited(_) | PolicyRun::Failed(_) => Look::Other,
+            PolicyRun::Matched(_) => Look::Other,
         };
         self.looks.insert(policy.name.clone(), look);
     }

@@ -25,7 +25,6 @@ use crate::k8s::admission_request::AdmissionRequest;
 use crate::k8s::pod_controllers;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::Operation;
-use crate::policy::model::FailurePolicy;
 use crate::policy::{CompiledPolicy, PolicySet};
 
 use journal::Journal;
@@ -262,7 +261,7 @@ fn evaluate_observed(
             };
             observer.after(policy, &facts, &outcome, working.subject.view());
             blocked[i] = None;
-            let (result, warning) = match outcome {
+            let result = match outcome {
                 PolicyRun::NotForRequest => {
                     done[i] = true;
                     continue;
@@ -271,39 +270,34 @@ fn evaluate_observed(
                     blocked[i] = Some(blocker);
                     continue;
                 }
-                PolicyRun::Applied => {
+                PolicyRun::Matched(result) => result,
+            };
+            let warning = match &result {
+                PolicyResult::Applied => {
                     version += 1;
-                    (PolicyResult::Applied, None)
+                    None
                 }
-                PolicyRun::Unchanged => (PolicyResult::Unchanged, None),
-                PolicyRun::Audited(patch) => {
+                PolicyResult::Unchanged => None,
+                PolicyResult::Audited { patch } => {
                     audited.insert(policy.name.clone(), patch.clone());
-                    let warning = format!(
+                    Some(format!(
                         "graft: audit: policy {} would apply {} patch operation(s)",
                         policy.name,
                         patch.0.len()
-                    );
-                    (PolicyResult::Audited { patch }, Some(warning))
+                    ))
                 }
-                PolicyRun::Failed(failure) => {
-                    let reason = failure.to_string();
-                    match policy.failure_policy {
-                        FailurePolicy::Fail => {
-                            evaluation.outcome = Outcome::Denied {
-                                message: format!("graft: policy {}: {reason}", policy.name),
-                            };
-                            record(&mut entries, i, PolicyResult::Failed { reason }, None);
-                            report(&mut evaluation, &candidates, entries);
-                            // Denied: nothing of what the policies did stays.
-                            working.rollback_all();
-                            return evaluation;
-                        }
-                        FailurePolicy::Ignore => {
-                            let warning =
-                                format!("graft: policy {} skipped: {reason}", policy.name);
-                            (PolicyResult::Ignored { reason }, Some(warning))
-                        }
-                    }
+                PolicyResult::Ignored { reason } => {
+                    Some(format!("graft: policy {} skipped: {reason}", policy.name))
+                }
+                PolicyResult::Failed { reason } => {
+                    evaluation.outcome = Outcome::Denied {
+                        message: format!("graft: policy {}: {reason}", policy.name),
+                    };
+                    record(&mut entries, i, result, None);
+                    report(&mut evaluation, &candidates, entries);
+                    // Denied: nothing of what the policies did stays.
+                    working.rollback_all();
+                    return evaluation;
                 }
             };
             done[i] = !matches!(result, PolicyResult::Ignored { .. });

@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use super::PolicyResult;
 use super::journal::Journal;
 use super::matching::{Blocker, RequestFacts};
 use super::run::{EditedObject, PolicyRun, SharedBindings, Subject, run_policy};
@@ -59,7 +60,7 @@ pub fn run_on_template<'p>(
             let outcome = run_policy(policy, &pod_facts, request, shared, &mut inner);
             // Only an applied policy leaves a change: any other outcome has rolled its
             // writes back, and the template goes back as it was.
-            if matches!(outcome, PolicyRun::Applied) {
+            if matches!(outcome, PolicyRun::Matched(PolicyResult::Applied)) {
                 let original = added.remove(inner.journal.original(&pod));
                 put_back(object, &tokens, original);
                 // The template's write, recorded while the original is in place, as
@@ -78,7 +79,11 @@ pub fn run_on_template<'p>(
         // What blocked the stand-in lives under the template, not where the blocker
         // would look in the controller object.
         PolicyRun::NotMatched(_) => PolicyRun::NotMatched(Blocker::Template),
-        PolicyRun::Audited(patch) => PolicyRun::Audited(prefixed(patch, controller.template)),
+        PolicyRun::Matched(PolicyResult::Audited { patch }) => {
+            PolicyRun::Matched(PolicyResult::Audited {
+                patch: prefixed(patch, controller.template),
+            })
+        }
         other => other,
     }
 }

@@ -17,9 +17,13 @@ use crate::k8s::admission_request::AdmissionRequest;
 use crate::policy::compiled::{
     CompiledMutation, CompiledPolicy, Foreach, MutationKind, ValueSource,
 };
-use crate::policy::model::Mode;
+use crate::policy::model::{FailurePolicy, Mode};
 
-/// What running one policy did.
+use super::PolicyResult;
+
+/// What one look at a policy found: that it is not for the request, that the object
+/// does not match it, or, when it matched, its result (the one type the evaluation
+/// reports).
 #[derive(Debug)]
 pub enum PolicyRun<'p> {
     /// The request itself (resource, operation, namespace) is not the policy's: no
@@ -27,10 +31,7 @@ pub enum PolicyRun<'p> {
     NotForRequest,
     /// The object does not match, as it is now, because of this condition.
     NotMatched(Blocker<'p>),
-    Applied,
-    Unchanged,
-    Audited(json_patch::Patch),
-    Failed(Failure),
+    Matched(PolicyResult),
 }
 
 /// Why a policy failed: the field it failed at and the reason.
@@ -158,6 +159,7 @@ impl EditedObject<'_> {
 
 /// Matches, evaluates and applies one policy. The edited object is left as it was when
 /// the policy fails or only audits; otherwise its writes are committed to the journal.
+/// A failure is `Failed` or `Ignored` by the policy's `failurePolicy`.
 pub fn run_policy<'p>(
     policy: &'p CompiledPolicy,
     facts: &RequestFacts<'_>,
@@ -165,15 +167,35 @@ pub fn run_policy<'p>(
     shared: &SharedBindings,
     working: &mut EditedObject<'_>,
 ) -> PolicyRun<'p> {
+    match look(policy, facts, request, shared, working) {
+        Ok(run) => run,
+        Err(failure) => {
+            let reason = failure.to_string();
+            PolicyRun::Matched(match policy.failure_policy {
+                FailurePolicy::Fail => PolicyResult::Failed { reason },
+                FailurePolicy::Ignore => PolicyResult::Ignored { reason },
+            })
+        }
+    }
+}
+
+/// [`run_policy`], with a failure as the error.
+fn look<'p>(
+    policy: &'p CompiledPolicy,
+    facts: &RequestFacts<'_>,
+    request: &AdmissionRequest,
+    shared: &SharedBindings,
+    working: &mut EditedObject<'_>,
+) -> Result<PolicyRun<'p>, Failure> {
     let EditedObject { subject, journal } = working;
     let view: &Value = subject.view();
     if !request_matches(&policy.matcher, facts) {
-        return PolicyRun::NotForRequest;
+        return Ok(PolicyRun::NotForRequest);
     }
     match object_blocker(&policy.matcher, view) {
         Ok(None) => {}
-        Ok(Some(blocker)) => return PolicyRun::NotMatched(blocker),
-        Err(error) => return PolicyRun::Failed(failure(error.field, error.error)),
+        Ok(Some(blocker)) => return Ok(PolicyRun::NotMatched(blocker)),
+        Err(error) => return Err(failure(error.field, error.error)),
     }
     // Last of the declarative conditions, so a namespace's data is needed only when the
     // answer depends on it. A namespaced request's namespace does not change; a
@@ -182,8 +204,10 @@ pub fn run_policy<'p>(
     let missing_namespace =
         match namespace_selector_holds(&policy.matcher, facts, view, Block::Match) {
             Ok(true) => None,
-            Ok(false) if facts.is_namespace() => return PolicyRun::NotMatched(Blocker::Labels),
-            Ok(false) => return PolicyRun::NotForRequest,
+            Ok(false) if facts.is_namespace() => {
+                return Ok(PolicyRun::NotMatched(Blocker::Labels));
+            }
+            Ok(false) => return Ok(PolicyRun::NotForRequest),
             Err(reason) => Some(failure("spec.match.namespaceSelector", reason)),
         };
     // An exclude block holds when all its conditions do; its CEL part, if any, is
@@ -193,26 +217,24 @@ pub fn run_policy<'p>(
         Some(exclude) => match exclude_holds(exclude, facts, view) {
             Ok(holds) => holds,
             Err(ConditionError::FieldTest(error)) => {
-                return PolicyRun::Failed(failure(error.field, error.error));
+                return Err(failure(error.field, error.error));
             }
             Err(ConditionError::Namespace(reason)) => {
-                return PolicyRun::Failed(
-                    missing_namespace
-                        .unwrap_or_else(|| failure("spec.exclude.namespaceSelector", reason)),
-                );
+                return Err(missing_namespace
+                    .unwrap_or_else(|| failure("spec.exclude.namespaceSelector", reason)));
             }
         },
     };
     if excluded_declaratively && policy.exclude.as_ref().is_some_and(|e| e.cel.is_none()) {
-        return PolicyRun::NotMatched(Blocker::Excluded);
+        return Ok(PolicyRun::NotMatched(Blocker::Excluded));
     }
     if let Some(missing) = missing_namespace {
-        return PolicyRun::Failed(missing);
+        return Err(missing);
     }
     let namespace_object = if policy.needs.namespace_object {
         match shared.namespace_object(facts) {
             Ok(namespace_object) => namespace_object,
-            Err(reason) => return PolicyRun::Failed(failure("namespaceObject", reason)),
+            Err(reason) => return Err(failure("namespaceObject", reason)),
         }
     } else {
         None
@@ -232,12 +254,12 @@ pub fn run_policy<'p>(
         });
         match plan_policy(policy, view, excluded_declaratively, scope.as_mut()) {
             Ok(Ok(plan)) => plan,
-            Ok(Err(blocker)) => return PolicyRun::NotMatched(blocker),
-            Err(error) => return PolicyRun::Failed(error),
+            Ok(Err(blocker)) => return Ok(PolicyRun::NotMatched(blocker)),
+            Err(error) => return Err(error),
         }
     };
     let Subject::Changeable(object) = subject else {
-        return PolicyRun::Unchanged;
+        return Ok(PolicyRun::Matched(PolicyResult::Unchanged));
     };
 
     // Phase 2: apply, every write recorded in the journal, which undoes them when the
@@ -246,11 +268,11 @@ pub fn run_policy<'p>(
     let applied = apply(&mut Editor::new(object, journal), plan);
     if let Err(error) = applied {
         journal.rollback(object);
-        return PolicyRun::Failed(error);
+        return Err(error);
     }
     if protected_values(object) != protected_before {
         journal.rollback(object);
-        return PolicyRun::Failed(failure(
+        return Err(failure(
             "spec.mutations",
             "policies may not change metadata.name, metadata.namespace or metadata.uid",
         ));
@@ -258,19 +280,19 @@ pub fn run_policy<'p>(
     if policy.mode == Mode::Audit {
         let patch = journal.open_patch(object);
         journal.rollback(object);
-        return if patch.0.is_empty() {
-            PolicyRun::Unchanged
+        return Ok(PolicyRun::Matched(if patch.0.is_empty() {
+            PolicyResult::Unchanged
         } else {
-            PolicyRun::Audited(patch)
-        };
+            PolicyResult::Audited { patch }
+        }));
     }
     let changed = journal.changed(object);
     journal.commit();
-    if changed {
-        PolicyRun::Applied
+    Ok(PolicyRun::Matched(if changed {
+        PolicyResult::Applied
     } else {
-        PolicyRun::Unchanged
-    }
+        PolicyResult::Unchanged
+    }))
 }
 
 /// Evaluates the CEL parts: match and exclude conditions, variables, validations,
