@@ -1,6 +1,7 @@
 //! Review handling: arbitrary bytes -> a BadReview error or a well-formed response to
 //! the request's uid, under the four example policies. The server's lean parse (which
-//! builds only what the policies can see) must refuse and answer exactly alike.
+//! builds only what the policies can see) must refuse and answer exactly alike; the
+//! objects the parse builds whole are what a plain serde_json parse of the body holds.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -11,6 +12,15 @@ fuzz_target!(|data: &[u8]| {
     let lean = graft::admission::review_lean(data, set, namespaces);
     match graft::admission::parse(data) {
         Ok(review) => {
+            let plain: serde_json::Value =
+                serde_json::from_slice(data).expect("the parse accepts what serde_json refuses");
+            for (built, pointer) in [
+                (&review.request.object, "/request/object"),
+                (&review.request.old_object, "/request/oldObject"),
+            ] {
+                let expected = plain.pointer(pointer).filter(|value| !value.is_null());
+                assert_eq!(built.as_ref(), expected, "{pointer} differs from serde_json's");
+            }
             // The answer changes the request's object in place: keep the original to patch.
             let original = review.request.object.clone();
             let namespace = graft::admission::resolve_namespace(&review.request, set, namespaces);

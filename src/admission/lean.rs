@@ -1,14 +1,14 @@
-//! The server's parse: only as much of a review as the candidate policies can see.
+//! The one parse of an AdmissionReview: the request's fields first, with `object` and
+//! `oldObject` kept as raw JSON (checked, not built); then the objects as the caller
+//! says. The server's path ([`parse_lean`]) builds only what the candidate policies can
+//! see: nothing when no policy is a candidate, `oldObject` only when an expression reads
+//! it (or when it is what policies see, at DELETE), and the object without
+//! `metadata.managedFields` unless a policy can see that
+//! ([`crate::policy::PolicySet::candidate_reads`]). [`parse`] builds both whole, for the
+//! commands that show the objects.
 //!
-//! Building the object tree is the largest single cost of a review. The request's
-//! fields are parsed first, with `object` and `oldObject` kept as raw JSON (checked, not
-//! built); the candidate policies then say what to build: nothing when no policy is a
-//! candidate, `oldObject` only when an expression reads it (or when it is the document,
-//! at DELETE), and the object without `metadata.managedFields` unless a policy can see
-//! that ([`crate::policy::PolicySet::candidate_reads`]).
-//!
-//! The answer is the one [`super::review`] gives (tests compare the two): what is not
-//! built is still read through, and refused where the full parse would refuse it.
+//! What is not built is still read through, and refused where building it would
+//! refuse it, so both answer alike (tests compare them).
 
 use std::fmt;
 
@@ -57,12 +57,34 @@ pub fn parse_lean(
     policies: &PolicySet,
     namespaces: &dyn NamespaceSource,
 ) -> Result<(Review, NamespaceData), BadReview> {
+    parse_with(body, |raw| {
+        let reads = candidate_reads(raw, policies);
+        (reads, resolve(raw, reads, namespaces))
+    })
+}
+
+/// Parses an AdmissionReview body with both objects built whole, for callers that show
+/// or keep the objects (`graft apply`, `graft test`).
+pub fn parse(body: &[u8]) -> Result<Review, BadReview> {
+    let everything = Reads {
+        managed_fields: true,
+        old_object: true,
+        namespace: false,
+    };
+    Ok(parse_with(body, |_| (Some(everything), NamespaceData::NotLookedUp))?.0)
+}
+
+/// The one parse: the envelope, then the objects as `what` says (`None`: neither).
+fn parse_with(
+    body: &[u8],
+    what: impl FnOnce(&AdmissionRequest<&RawValue>) -> (Option<Reads>, NamespaceData),
+) -> Result<(Review, NamespaceData), BadReview> {
     let incoming: IncomingRaw<'_> = serde_json::from_slice(body)?;
     let raw = checked(&incoming.api_version, incoming.kind, incoming.request)?;
     if raw.uid.is_empty() {
         return Err(BadReview::MissingUid);
     }
-    let reads = candidate_reads(&raw, policies);
+    let (reads, namespace) = what(&raw);
     let (object, old_object) = match reads {
         None => (None, None),
         Some(reads) => build_objects(raw.object, raw.old_object, reads)?,
@@ -76,7 +98,6 @@ pub fn parse_lean(
             check(raw.get()).map_err(|error| BadReview::Object { field, error })?;
         }
     }
-    let namespace = resolve(&raw, reads, namespaces);
     let request = raw.with_objects(object, old_object);
     let review = Review {
         api_version: incoming.api_version,

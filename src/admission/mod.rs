@@ -1,8 +1,9 @@
 //! AdmissionReview in and out: the one path shared by `graft serve` and `graft review`
 //! ([`review_lean`]), so the two can never disagree.
 //!
-//! [`review`] builds the whole request; [`review_lean`] builds only what the candidate
-//! policies can see and answers alike. Responses are serialised straight from typed
+//! One parse (`lean.rs`): [`parse`] and [`review`] build the whole request;
+//! [`parse_lean`] and [`review_lean`] build only what the candidate policies can see,
+//! and answer alike. Responses are serialised straight from typed
 //! structs (no intermediate `Value` tree).
 
 use base64::Engine as _;
@@ -15,7 +16,7 @@ use crate::policy::{PolicySet, Reads};
 
 mod lean;
 
-pub use lean::{parse_lean, review_lean};
+pub use lean::{parse, parse_lean, review_lean};
 // The request itself is a Kubernetes type the engine reads; it lives in `k8s`, so the
 // engine does not import this module, which imports the engine.
 pub use crate::k8s::admission_request::{AdmissionRequest, GroupVersionKind, GroupVersionResource};
@@ -41,16 +42,6 @@ pub enum BadReview {
         field: &'static str,
         error: serde_json::Error,
     },
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct IncomingReview {
-    #[serde(default)]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
-    request: Option<AdmissionRequest>,
 }
 
 /// The AdmissionResponse as sent to the apiserver.
@@ -106,19 +97,6 @@ impl Reviewed {
         // Serialising plain structs of strings, bools and maps cannot fail.
         serde_json::to_vec(&self.response).unwrap_or_default()
     }
-}
-
-/// Parses an AdmissionReview body, checking what graft relies on.
-pub fn parse(body: &[u8]) -> Result<Review, BadReview> {
-    let incoming: IncomingReview = serde_json::from_slice(body)?;
-    let request = checked(&incoming.api_version, incoming.kind, incoming.request)?;
-    if request.uid.is_empty() {
-        return Err(BadReview::MissingUid);
-    }
-    Ok(Review {
-        api_version: incoming.api_version,
-        request,
-    })
 }
 
 /// The envelope checks every parse makes: kind, apiVersion, a request.
