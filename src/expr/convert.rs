@@ -1,7 +1,8 @@
 //! Conversions between JSON values and CEL values.
 //!
-//! JSON to CEL borrows strings from the request's JSON rather than copying
-//! them: the object is the largest thing an evaluation touches. CEL to JSON
+//! JSON to CEL converts whole values that own their strings (`variables`,
+//! `element`, decoded JSON); the request's JSON is read in place through
+//! [`super::view`] instead. CEL to JSON
 //! sorts map keys (CEL maps are unordered, graft's output must be
 //! deterministic) and bounds the result's size.
 
@@ -15,28 +16,18 @@ use cel::common::value::Val;
 use serde_json::{Map, Number, Value};
 
 use super::ExprError;
-use super::object_parts::ObjectParts;
 use crate::k8s::MAX_STRING_BYTES;
 
 /// Deeper values are refused instead of risking the stack. Kubernetes objects
 /// stay far shallower, and serde_json refuses to parse beyond 128 levels.
 pub const MAX_DEPTH: usize = 256;
 
-/// JSON to CEL, borrowing strings from `value`.
-pub fn json_to_val<'a>(value: &'a Value) -> Result<Box<dyn Val + 'a>, ExprError> {
-    to_val(value, 0, &|s: &'a str| CelString::from(s))
-}
-
 /// JSON to CEL, copying strings, for values the evaluation does not outlive.
 pub fn json_to_owned_val(value: &Value) -> Result<Box<dyn Val + 'static>, ExprError> {
-    to_val(value, 0, &|s: &str| CelString::from(s.to_owned()))
+    to_val(value, 0)
 }
 
-fn to_val<'a, 'o>(
-    value: &'a Value,
-    depth: usize,
-    string: &dyn Fn(&'a str) -> CelString<'o>,
-) -> Result<Box<dyn Val + 'o>, ExprError> {
+fn to_val(value: &Value, depth: usize) -> Result<Box<dyn Val + 'static>, ExprError> {
     if depth > MAX_DEPTH {
         return Err(too_deep());
     }
@@ -44,19 +35,19 @@ fn to_val<'a, 'o>(
         Value::Null => Box::new(CelNull),
         Value::Bool(b) => Box::new(CelBool::from(*b)),
         Value::Number(n) => number_to_val(n),
-        Value::String(s) => Box::new(string(s)),
+        Value::String(s) => Box::new(CelString::from(s.to_owned())),
         Value::Array(items) => Box::new(CelList::from(
             items
                 .iter()
-                .map(|item| to_val(item, depth + 1, string))
+                .map(|item| to_val(item, depth + 1))
                 .collect::<Result<Vec<_>, _>>()?,
         )),
         Value::Object(fields) => {
             let mut map = HashMap::with_capacity(fields.len());
             for (key, item) in fields {
                 map.insert(
-                    CelMapKey::String(string(key)),
-                    to_val(item, depth + 1, string)?,
+                    CelMapKey::String(CelString::from(key.to_owned())),
+                    to_val(item, depth + 1)?,
                 );
             }
             Box::new(CelMap::from(map))
@@ -64,43 +55,8 @@ fn to_val<'a, 'o>(
     })
 }
 
-/// The object with only `parts` converted, borrowing strings: the fields an expression
-/// cannot read are left out of the CEL map.
-pub fn object_parts_to_val<'a>(
-    value: &'a Value,
-    parts: ObjectParts,
-) -> Result<Box<dyn Val + 'a>, ExprError> {
-    let Value::Object(fields) = value else {
-        return json_to_val(value);
-    };
-    if parts.is_all() {
-        return json_to_val(value);
-    }
-    let string = |s: &'a str| CelString::from(s);
-    let mut map = HashMap::new();
-    for (key, item) in fields {
-        let converted = if parts.includes_whole(key) {
-            to_val(item, 1, &string)?
-        } else if key == "metadata" && parts.has_metadata_fields() {
-            let Value::Object(metadata) = item else {
-                continue;
-            };
-            let mut selected = HashMap::new();
-            for (field, inner) in metadata {
-                if parts.includes_metadata_field(field) {
-                    selected.insert(CelMapKey::String(string(field)), to_val(inner, 2, &string)?);
-                }
-            }
-            Box::new(CelMap::from(selected))
-        } else {
-            continue;
-        };
-        map.insert(CelMapKey::String(string(key)), converted);
-    }
-    Ok(Box::new(CelMap::from(map)))
-}
-
-fn number_to_val<'o>(n: &Number) -> Box<dyn Val + 'o> {
+/// A JSON number as CEL: `int` when it fits, else `uint`, else `double`.
+pub(super) fn number_to_val<'o>(n: &Number) -> Box<dyn Val + 'o> {
     if let Some(i) = n.as_i64() {
         Box::new(CelInt::from(i))
     } else if let Some(u) = n.as_u64() {

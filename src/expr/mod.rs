@@ -11,9 +11,10 @@
 //!   libraries.
 //! - `check` and `catalog`: the load-time check that every name an expression uses exists.
 //!
-//! Converting the request's JSON into CEL values is the dominant cost of an evaluation, so a
-//! scope converts each variable at most once, and only when an expression refers to it. The
-//! conversion borrows strings from the request instead of copying them.
+//! Converting the request's JSON into CEL values used to be the dominant cost of an
+//! evaluation, so a scope hands the JSON bindings to CEL as views ([`view`]) that read the
+//! JSON in place and convert a map or list one level at a time, only when an expression
+//! looks into it. Strings are borrowed from the request, never copied.
 
 mod catalog;
 pub mod check;
@@ -30,6 +31,7 @@ pub mod template;
 #[cfg(test)]
 mod tests;
 mod urls;
+mod view;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -59,7 +61,8 @@ pub enum ExprError {
     ResultType { expected: &'static str, got: String },
 }
 
-/// The variables an expression or template refers to, so a scope converts only those.
+/// The variables an expression or template refers to, and which parts of `object` it reads
+/// (for the server, which parses no more of a review than its policies can see).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Needs {
     pub object: bool,
@@ -212,17 +215,14 @@ pub struct Scope<'a> {
     vars: Vars<'a>,
 }
 
-/// A binding converted to CEL on first use. A conversion error is kept so
-/// every evaluation that needs the binding reports it.
-type Lazy<'a> = OnceLock<Result<Box<dyn Val + 'a>, ExprError>>;
+/// A binding's view ([`view::view`]), made on first use.
+type Lazy<'a> = OnceLock<Box<dyn Val + 'a>>;
 
 /// The scope's variables, as the CEL interpreter looks them up. A fresh
 /// `cel::Context` per evaluation borrows this, which costs one `Arc` clone and
-/// lets the converted values live as long as the scope.
+/// lets the views, and the levels of JSON they convert, live as long as the scope.
 struct Vars<'a> {
     bindings: Bindings<'a>,
-    /// The parts of `object` this scope converts: all its expressions read no more.
-    object_parts: ObjectParts,
     object: Lazy<'a>,
     old_object: Lazy<'a>,
     namespace_object: Lazy<'a>,
@@ -237,18 +237,12 @@ struct Vars<'a> {
 }
 
 impl<'a> Scope<'a> {
-    /// Converts the variables `needs` names now; others are converted on
-    /// first use, should an expression outside `needs` refer to them.
+    /// A scope over `bindings`. Each binding is viewed on first use; `needs`, what the
+    /// scope's expressions refer to, only decides which errors surface early.
     pub fn new(bindings: Bindings<'a>, needs: Needs) -> Scope<'a> {
         let scope = Scope {
             vars: Vars {
                 bindings,
-                // Without declared needs, `object` is converted whole on first use.
-                object_parts: if needs.object {
-                    needs.object_parts
-                } else {
-                    ObjectParts::ALL
-                },
                 object: OnceLock::new(),
                 old_object: OnceLock::new(),
                 namespace_object: OnceLock::new(),
@@ -315,33 +309,9 @@ impl<'a> Scope<'a> {
 }
 
 impl<'a> Vars<'a> {
-    /// Converts what `needs` names, failing with the first conversion error.
+    /// Fails with the error of a variable `needs` names that could not be converted:
+    /// `element`, or one of `variables`. The JSON bindings are viewed, which cannot fail.
     fn prepare(&self, needs: Needs) -> Result<(), ExprError> {
-        if needs.object {
-            if !self.object_parts.covers(needs.object_parts) {
-                return Err(ExprError::Evaluate(
-                    "the expression reads parts of object its scope did not declare".to_string(),
-                ));
-            }
-            if let Err(error) = self.object.get_or_init(|| self.convert_object()) {
-                return Err(error.clone());
-            }
-        }
-        let wanted = [
-            (needs.old_object, &self.old_object, self.bindings.old_object),
-            (
-                needs.namespace_object,
-                &self.namespace_object,
-                self.bindings.namespace_object,
-            ),
-            (needs.request, &self.request, Some(self.bindings.request)),
-            (needs.params, &self.params, Some(self.bindings.params)),
-        ];
-        for (needed, cell, json) in wanted {
-            if needed && let Err(error) = cell.get_or_init(|| convert(json)) {
-                return Err(error.clone());
-            }
-        }
         if needs.element
             && let Some(Err(error)) = &self.element
         {
@@ -353,35 +323,24 @@ impl<'a> Vars<'a> {
         }
     }
 
-    fn convert_object(&self) -> Result<Box<dyn Val + 'a>, ExprError> {
-        convert::object_parts_to_val(self.bindings.object, self.object_parts)
-    }
-
     fn lookup<'b>(&'b self, cell: &'b Lazy<'a>, json: Option<&'a Value>) -> Option<CowVal<'b, 'b>> {
-        let value = cell.get_or_init(|| convert(json)).as_ref().ok()?;
+        let value = cell.get_or_init(|| view_of(json));
         Some(CowVal::Borrowed(value.as_ref()))
     }
 }
 
 /// An absent binding (`oldObject` at CREATE) is CEL `null`.
-fn convert(json: Option<&Value>) -> Result<Box<dyn Val + '_>, ExprError> {
+fn view_of(json: Option<&Value>) -> Box<dyn Val + '_> {
     match json {
-        Some(json) => convert::json_to_val(json),
-        None => Ok(Box::new(CelNull)),
+        Some(json) => view::view(json),
+        None => Box::new(CelNull),
     }
 }
 
 impl VariableResolver for Vars<'_> {
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
         match variable {
-            "object" => {
-                let value = self
-                    .object
-                    .get_or_init(|| self.convert_object())
-                    .as_ref()
-                    .ok()?;
-                Some(CowVal::Borrowed(value.as_ref()))
-            }
+            "object" => self.lookup(&self.object, Some(self.bindings.object)),
             "oldObject" => self.lookup(&self.old_object, self.bindings.old_object),
             "namespaceObject" => {
                 self.lookup(&self.namespace_object, self.bindings.namespace_object)
@@ -418,3 +377,7 @@ pub(crate) fn evaluate_unbound(source: &str) -> Result<Value, ExprError> {
     let expression = Expression::compile(source, &Declarations::NONE)?;
     Scope::new(bindings, expression.needs()).evaluate(&expression)
 }
+
+#[cfg(test)]
+#[path = "view_tests.rs"]
+mod view_tests;

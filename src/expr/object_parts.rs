@@ -1,11 +1,10 @@
 //! Which parts of `object` an expression reads, found once at compile time.
 //!
-//! Converting the object into CEL values is the largest cost of an evaluation, and most
-//! expressions read a few fields: `object.metadata.annotations[...]`, `podOrdinal(object)`.
-//! A scope then converts only those top-level fields (and, under `metadata`, only the
-//! named ones: `managedFields` is a large part of every object and rarely read).
-//! Anything the analysis cannot follow, such as `object` passed to an unknown function,
-//! asks for the whole object.
+//! Most expressions read a few fields: `object.metadata.annotations[...]`,
+//! `podOrdinal(object)`. The server uses the answer to skip parsing what no policy reads
+//! ([`crate::policy`]'s `reads`): `managedFields` is a large part of every object and
+//! rarely read. Anything the analysis cannot follow, such as `object` passed to an
+//! unknown function, counts as reading the whole object.
 
 use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};

@@ -1,0 +1,293 @@
+//! CEL values that read the request's JSON in place.
+//!
+//! A binding such as `object` is handed to CEL as a [`MapView`] (or a [`ListView`])
+//! over the JSON rather than converted whole: an expression reads a few fields of a
+//! large object, and converting all of it, then dropping it, used to be most of an
+//! evaluation's cost.
+//!
+//! A view turns into a real `CelMap` or `CelList` one level at a time, the first time
+//! anything looks inside it: the entries of that level are scalars (strings borrowed
+//! from the JSON) and views of the nested maps and lists, which stay unconverted until
+//! they are looked into in turn. The converted level is what the view hands out when
+//! cel asks for its built-in form ([`Val::as_builtin`]), which cel does on every field
+//! selection, on equality with a map or list, and in functions that take a map or list.
+//! Every operation therefore behaves exactly as on the fully converted value, and a
+//! subtree nothing looks into costs one small allocation at most.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use cel::common::traits::{Adder, Container, Indexer, Iterable, Sizer, Zeroer};
+use cel::common::types::{
+    CelBool, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, LIST_TYPE, MAP_TYPE, Type,
+};
+use cel::common::value::{Builtin, BuiltinRef, Val};
+use serde_json::{Map, Value};
+
+use super::convert;
+
+/// `value` as a CEL value: a view for a map or a list, the converted scalar otherwise.
+/// Strings are borrowed from `value`.
+pub fn view<'a>(value: &'a Value) -> Box<dyn Val + 'a> {
+    match value {
+        Value::Object(fields) => Box::new(MapView::new(fields)),
+        Value::Array(items) => Box::new(ListView::new(items)),
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
+        Value::Number(n) => convert::number_to_val(n),
+        Value::String(s) => Box::new(CelString::from(s.as_str())),
+    }
+}
+
+/// A JSON object seen as a CEL `map` with string keys.
+#[derive(Debug)]
+pub struct MapView<'a> {
+    fields: &'a Map<String, Value>,
+    /// This level, converted on first use.
+    level: OnceLock<CelMap<'a>>,
+}
+
+impl<'a> MapView<'a> {
+    fn new(fields: &'a Map<String, Value>) -> MapView<'a> {
+        MapView {
+            fields,
+            level: OnceLock::new(),
+        }
+    }
+
+    fn level(&self) -> &CelMap<'a> {
+        self.level.get_or_init(|| map_level(self.fields))
+    }
+
+    fn into_level(self) -> CelMap<'a> {
+        let fields = self.fields;
+        self.level.into_inner().unwrap_or_else(|| map_level(fields))
+    }
+}
+
+fn map_level<'a>(fields: &'a Map<String, Value>) -> CelMap<'a> {
+    let mut map = HashMap::with_capacity(fields.len());
+    for (key, value) in fields {
+        map.insert(
+            CelMapKey::String(CelString::from(key.as_str())),
+            view(value),
+        );
+    }
+    CelMap::from(map)
+}
+
+impl<'a> Val for MapView<'a> {
+    fn get_type(&self) -> &Type {
+        <Self as Val>::cel_type()
+    }
+
+    fn cel_type() -> &'static Type {
+        &MAP_TYPE
+    }
+
+    fn as_container(&self) -> Option<&dyn Container> {
+        Some(self)
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        self.level().as_indexer()
+    }
+
+    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
+    where
+        Self: 'v,
+    {
+        Some(Box::new(self.into_level()))
+    }
+
+    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
+    where
+        Self: 'v,
+    {
+        self.level().as_iterable()
+    }
+
+    fn as_sizer(&self) -> Option<&dyn Sizer> {
+        Some(self)
+    }
+
+    fn as_zeroer(&self) -> Option<&dyn Zeroer> {
+        Some(self)
+    }
+
+    fn equals(&self, other: &dyn Val) -> bool {
+        self.level().equals(other)
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    where
+        Self: 'v,
+    {
+        Box::new(MapView::new(self.fields))
+    }
+
+    fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
+    where
+        Self: 'v,
+    {
+        BuiltinRef::Map(self.level())
+    }
+
+    fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
+    where
+        Self: 'v,
+    {
+        Some(Builtin::Map(self.into_level()))
+    }
+}
+
+impl Container for MapView<'_> {
+    /// A string key is looked up in the JSON; any other key is left to the converted
+    /// map, for its numeric fallbacks and errors.
+    fn contains(&self, key: &dyn Val) -> Result<bool, cel::ExecutionError> {
+        match key.downcast_ref::<CelString>() {
+            Some(key) => Ok(self.fields.contains_key(key.inner())),
+            None => self
+                .level()
+                .as_container()
+                .map_or(Ok(false), |map| map.contains(key)),
+        }
+    }
+}
+
+impl Sizer for MapView<'_> {
+    fn size(&self) -> CelInt {
+        len(self.fields.len())
+    }
+}
+
+impl Zeroer for MapView<'_> {
+    fn is_zero_value(&self) -> bool {
+        self.fields.is_empty()
+    }
+}
+
+/// A JSON array seen as a CEL `list`.
+#[derive(Debug)]
+pub struct ListView<'a> {
+    items: &'a [Value],
+    /// The elements, converted on first use.
+    level: OnceLock<CelList<'a>>,
+}
+
+impl<'a> ListView<'a> {
+    fn new(items: &'a [Value]) -> ListView<'a> {
+        ListView {
+            items,
+            level: OnceLock::new(),
+        }
+    }
+
+    fn level(&self) -> &CelList<'a> {
+        self.level.get_or_init(|| list_level(self.items))
+    }
+
+    fn into_level(self) -> CelList<'a> {
+        let items = self.items;
+        self.level.into_inner().unwrap_or_else(|| list_level(items))
+    }
+}
+
+fn list_level(items: &[Value]) -> CelList<'_> {
+    CelList::from(items.iter().map(view).collect::<Vec<_>>())
+}
+
+impl<'a> Val for ListView<'a> {
+    fn get_type(&self) -> &Type {
+        <Self as Val>::cel_type()
+    }
+
+    fn cel_type() -> &'static Type {
+        &LIST_TYPE
+    }
+
+    fn as_adder<'b, 'v>(&'b self) -> Option<&'b (dyn Adder + 'v)>
+    where
+        Self: 'v,
+    {
+        self.level().as_adder()
+    }
+
+    fn as_container(&self) -> Option<&dyn Container> {
+        self.level().as_container()
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        self.level().as_indexer()
+    }
+
+    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
+    where
+        Self: 'v,
+    {
+        Some(Box::new(self.into_level()))
+    }
+
+    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
+    where
+        Self: 'v,
+    {
+        self.level().as_iterable()
+    }
+
+    fn as_sizer(&self) -> Option<&dyn Sizer> {
+        Some(self)
+    }
+
+    fn as_zeroer(&self) -> Option<&dyn Zeroer> {
+        Some(self)
+    }
+
+    fn equals(&self, other: &dyn Val) -> bool {
+        self.level().equals(other)
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    where
+        Self: 'v,
+    {
+        Box::new(ListView::new(self.items))
+    }
+
+    fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
+    where
+        Self: 'v,
+    {
+        BuiltinRef::List(self.level())
+    }
+
+    fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
+    where
+        Self: 'v,
+    {
+        Some(Builtin::List(self.into_level()))
+    }
+}
+
+impl Sizer for ListView<'_> {
+    fn size(&self) -> CelInt {
+        len(self.items.len())
+    }
+}
+
+impl Zeroer for ListView<'_> {
+    fn is_zero_value(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// A length as CEL's `int`, as the built-in containers report it.
+fn len(n: usize) -> CelInt {
+    CelInt::from(i64::try_from(n).unwrap_or(i64::MAX))
+}

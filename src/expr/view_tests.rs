@@ -1,0 +1,274 @@
+//! The views behave as the fully converted JSON does: every expression here is
+//! evaluated twice, once with `object` and `params` bound through views (what a
+//! [`Scope`](super::Scope) does) and once with them converted whole, and the results,
+//! errors included, must be the same.
+
+use std::sync::Arc;
+
+use cel::Context;
+use cel::common::value::Val;
+use cel::context::VariableResolver;
+use serde_json::{Value, json};
+
+use super::{Bindings, Declarations, Expression, Scope, convert, cost};
+
+fn object() -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-3",
+            "labels": {"app": "web", "tier": "front"},
+            "annotations": {"a": "1"},
+            "finalizers": ["x", "y"],
+            "empty": {},
+        },
+        "spec": {
+            "replicas": 3,
+            "big": 18446744073709551615u64,
+            "ratio": 1.5,
+            "whole": 2.0,
+            "negative": -4,
+            "flag": true,
+            "nothing": null,
+            "containers": [
+                {"name": "app", "image": "nginx", "ports": [{"containerPort": 80}]},
+                {"name": "side", "image": "envoy", "ports": []}
+            ],
+            "nested": [[1, 2], [3]],
+            "none": [],
+        }
+    })
+}
+
+fn params() -> Value {
+    json!({"labels": {"app": "web", "tier": "front"}, "names": ["app", "side"], "n": 3})
+}
+
+/// What the expressions here may refer to.
+fn declarations() -> Declarations<'static> {
+    static PARAMS: std::sync::LazyLock<Value> = std::sync::LazyLock::new(params);
+    Declarations {
+        params: &PARAMS,
+        variables: &[],
+        all_variables: &[],
+    }
+}
+
+/// The bindings converted whole, as before views.
+struct Converted {
+    object: Box<dyn Val>,
+    params: Box<dyn Val>,
+}
+
+impl VariableResolver for Converted {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<cel::common::value::CowVal<'b, 'b>> {
+        let value = match variable {
+            "object" => &self.object,
+            "params" => &self.params,
+            _ => return None,
+        };
+        Some(cel::common::value::CowVal::Borrowed(value.as_ref()))
+    }
+}
+
+fn with_conversion(
+    expression: &Expression,
+    object: &Value,
+    params: &Value,
+) -> Result<Value, String> {
+    let converted = Converted {
+        object: convert::json_to_owned_val(object).map_err(|e| e.to_string())?,
+        params: convert::json_to_owned_val(params).map_err(|e| e.to_string())?,
+    };
+    let mut context = Context::with_env(Arc::clone(&expression.env));
+    context.set_variable_resolver(&converted);
+    let (result, exhausted) = cost::with_budget(|| {
+        cel::Value::resolve_val(&expression.metered, &context)
+            .map_err(|e| e.to_string())
+            .and_then(|value| convert::val_to_json(value.as_ref()).map_err(|e| e.to_string()))
+    });
+    if exhausted {
+        return Err(cost::exhausted_message());
+    }
+    result
+}
+
+fn with_views(expression: &Expression, object: &Value, params: &Value) -> Result<Value, String> {
+    let empty = json!({});
+    let bindings = Bindings {
+        object,
+        old_object: None,
+        namespace_object: None,
+        request: &empty,
+        params,
+    };
+    Scope::new(bindings, expression.needs())
+        .evaluate(expression)
+        .map_err(|e| e.to_string())
+}
+
+/// Each expression gives the same result, or the same error, both ways.
+fn same(sources: &[&str]) {
+    let (object, params) = (object(), params());
+    for source in sources {
+        let expression = Expression::compile(source, &declarations())
+            .unwrap_or_else(|e| panic!("{source}: {e}"));
+        let expected = with_conversion(&expression, &object, &params);
+        let got = with_views(&expression, &object, &params);
+        assert_eq!(got, expected, "{source}");
+    }
+}
+
+#[test]
+fn field_selection_indexing_and_presence() {
+    same(&[
+        "object.metadata.name",
+        "object['kind']",
+        "object.spec.containers[1].image",
+        "object.spec.containers[1u].name",
+        "object.spec.containers[1.0].name",
+        "object.spec.containers[2]",
+        "object.spec.containers[-1]",
+        "object.spec.containers['a']",
+        "object.metadata.missing",
+        "object.metadata.labels['missing']",
+        "object.metadata.name.missing",
+        "object.metadata.labels[1]",
+        "has(object.metadata.labels)",
+        "has(object.metadata.missing)",
+        "has(object.spec.containers[0].ports)",
+        "has(object.metadata.name.x)",
+        "object.spec.nested[0][1]",
+        "object",
+        "object.metadata",
+        "params",
+    ]);
+}
+
+#[test]
+fn numbers_keep_their_cel_types() {
+    same(&[
+        "type(object.spec.replicas) == int",
+        "type(object.spec.big) == uint",
+        "type(object.spec.ratio) == double",
+        "type(object.spec.whole) == double",
+        "type(object.spec.negative) == int",
+        "type(object.spec.nothing) == null_type",
+        "type(object.spec.flag) == bool",
+        "type(object.metadata) == map",
+        "type(object.spec.containers) == list",
+        "object.spec.replicas + 1",
+        "object.spec.big",
+        "object.spec.replicas == 3.0",
+        "object.spec.whole == 2",
+        "object.spec.replicas == params.n",
+    ]);
+}
+
+#[test]
+fn equality_both_ways() {
+    same(&[
+        "object.metadata.labels == {'app': 'web', 'tier': 'front'}",
+        "{'app': 'web', 'tier': 'front'} == object.metadata.labels",
+        "{'tier': 'front', 'app': 'web'} != object.metadata.labels",
+        "object.metadata.labels == {'app': 'web'}",
+        "object.metadata.labels == params.labels",
+        "params.labels == object.metadata.labels",
+        "object.metadata.finalizers == ['x', 'y']",
+        "['x', 'y'] == object.metadata.finalizers",
+        "['y', 'x'] == object.metadata.finalizers",
+        "object.spec.nested == [[1, 2], [3]]",
+        "[[1, 2], [3]] == object.spec.nested",
+        "[[1.0, 2u], [3]] == object.spec.nested",
+        "object.metadata.empty == {}",
+        "{} == object.metadata.empty",
+        "object.spec.none == []",
+        "[] == object.spec.none",
+        "object.metadata.labels == object.metadata.labels",
+        "object.metadata == object.metadata.labels",
+        "[object.metadata.labels] == [{'app': 'web', 'tier': 'front'}]",
+        "[{'app': 'web', 'tier': 'front'}] == [object.metadata.labels]",
+        "object.metadata.labels == 'web'",
+    ]);
+}
+
+#[test]
+fn membership_and_size() {
+    same(&[
+        "'app' in object.metadata.labels",
+        "'nope' in object.metadata.labels",
+        "1 in object.metadata.labels",
+        "1.5 in object.metadata.labels",
+        "[1] in object.metadata.labels",
+        "'x' in object.metadata.finalizers",
+        "'z' in object.metadata.finalizers",
+        "[1, 2] in object.spec.nested",
+        "object.metadata.labels in [{'app': 'web', 'tier': 'front'}]",
+        "object.spec.nested[1] in [[3]]",
+        "size(object.metadata.labels)",
+        "object.spec.containers.size()",
+        "size(object.metadata.empty)",
+        "object.metadata.name in params.names",
+    ]);
+}
+
+#[test]
+fn comprehensions() {
+    same(&[
+        "object.spec.containers.all(c, c.image != '')",
+        "object.spec.containers.exists(c, c.name == 'side')",
+        "object.spec.containers.exists_one(c, c.ports.size() > 0)",
+        "object.spec.containers.map(c, c.name)",
+        "object.spec.containers.filter(c, c.name == 'app')",
+        "object.spec.containers.map(c, c)",
+        // Map keys come in no fixed order: only order-free results are compared.
+        "object.metadata.labels.map(k, k + '=' + object.metadata.labels[k]).exists(s, s == 'app=web')",
+        "object.metadata.labels.all(k, k in params.labels)",
+        "object.spec.nested.map(l, l.size())",
+        "object.spec.containers.map(c, c.ports).filter(p, p.size() > 0)",
+        "params.names.all(n, object.spec.containers.exists(c, c.name == n))",
+    ]);
+}
+
+#[test]
+fn optionals() {
+    same(&[
+        "object.metadata.?labels.app.orValue('none')",
+        "object.metadata.?labels['app'].orValue('none')",
+        "object.metadata.?missing.app.orValue('none')",
+        "object.?metadata.?labels.orValue({})",
+        "object.spec.containers[?5].orValue('none')",
+        "object.spec.containers[?0].name.orValue('none')",
+        "object.metadata.?labels.hasValue()",
+        "object.?spec.?containers[0].image",
+        "optional.ofNonZeroValue(object.metadata.empty).hasValue()",
+        "optional.ofNonZeroValue(object.metadata.labels).hasValue()",
+        "has(object.?metadata.labels)",
+    ]);
+}
+
+#[test]
+fn functions_and_operators_that_take_whole_values() {
+    same(&[
+        "jsonEncode(object.metadata)",
+        "jsonEncode(object)",
+        "object.metadata.finalizers.join(',')",
+        "object.metadata.finalizers + ['z']",
+        "['z'] + object.metadata.finalizers",
+        "object.spec.nested + object.spec.nested",
+        "podOrdinal(object)",
+        "annotationJSON(object, 'a')",
+        "dyn(object.metadata.labels)",
+        "string(object.spec.replicas)",
+        // One entry: the error message lists a map's entries in no fixed order.
+        "object.metadata.annotations + {}",
+        "object.spec.containers < []",
+        "{'k': object.metadata.labels}",
+        "[object.metadata.finalizers, object.spec.none]",
+        "object.metadata.finalizers.isSorted()",
+        "object.spec.containers.map(c, c.name).sum()",
+        "object.metadata.finalizers.indexOf('y')",
+        "object.spec.nested.max()",
+    ]);
+}
