@@ -215,8 +215,8 @@ pub struct Scope<'a> {
     vars: Vars<'a>,
 }
 
-/// A binding's view ([`view::view`]), made on first use.
-type Lazy<'a> = OnceLock<Box<dyn Val + 'a>>;
+/// A binding's view ([`view::Node`]), made on first use.
+type Lazy<'a> = OnceLock<view::Node<'a>>;
 
 /// The scope's variables, as the CEL interpreter looks them up. A fresh
 /// `cel::Context` per evaluation borrows this, which costs one `Arc` clone and
@@ -323,30 +323,41 @@ impl<'a> Vars<'a> {
         }
     }
 
-    fn lookup<'b>(&'b self, cell: &'b Lazy<'a>, json: Option<&'a Value>) -> Option<CowVal<'b, 'b>> {
-        let value = cell.get_or_init(|| view_of(json));
-        Some(CowVal::Borrowed(value.as_ref()))
-    }
-}
-
-/// An absent binding (`oldObject` at CREATE) is CEL `null`.
-fn view_of(json: Option<&Value>) -> Box<dyn Val + '_> {
-    match json {
-        Some(json) => view::view(json),
-        None => Box::new(CelNull),
+    /// The binding, or the value at `fields` below it (see [`view::Node::path`]).
+    fn lookup<'b, 'p>(
+        &'b self,
+        cell: &'b Lazy<'a>,
+        json: Option<&'a Value>,
+        fields: impl Iterator<Item = &'p str>,
+    ) -> Option<CowVal<'b, 'b>> {
+        let root = cell.get_or_init(|| match json {
+            Some(json) => view::Node::of(json),
+            // An absent binding (`oldObject` at CREATE) is CEL `null`.
+            None => view::Node::Scalar(Box::new(CelNull)),
+        });
+        Some(CowVal::Borrowed(root.path(fields)?.as_val()))
     }
 }
 
 impl VariableResolver for Vars<'_> {
+    /// Besides the variables, answers a field path below a JSON binding,
+    /// `object.metadata.labels`, which the interpreter asks for before selecting the
+    /// fields one by one.
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
-        match variable {
-            "object" => self.lookup(&self.object, Some(self.bindings.object)),
-            "oldObject" => self.lookup(&self.old_object, self.bindings.old_object),
+        let mut segments = variable.split('.');
+        let root = segments.next()?;
+        let json = |cell, json| self.lookup(cell, json, segments);
+        match root {
+            "object" => return json(&self.object, Some(self.bindings.object)),
+            "oldObject" => return json(&self.old_object, self.bindings.old_object),
             "namespaceObject" => {
-                self.lookup(&self.namespace_object, self.bindings.namespace_object)
+                return json(&self.namespace_object, self.bindings.namespace_object);
             }
-            "request" => self.lookup(&self.request, Some(self.bindings.request)),
-            "params" => self.lookup(&self.params, Some(self.bindings.params)),
+            "request" => return json(&self.request, Some(self.bindings.request)),
+            "params" => return json(&self.params, Some(self.bindings.params)),
+            _ => {}
+        }
+        match variable {
             "variables" => Some(CowVal::Borrowed(&self.variables)),
             "element" | "index" => {
                 let (element, index) = self.element.as_ref()?.as_ref().ok()?;

@@ -13,15 +13,22 @@
 //! selection, on equality with a map or list, and in functions that take a map or list.
 //! Every operation therefore behaves exactly as on the fully converted value, and a
 //! subtree nothing looks into costs one small allocation at most.
+//!
+//! Reading one field needs no converted level: a chain of field selections on a
+//! binding, `object.metadata.labels`, is answered as a whole (the interpreter first asks
+//! for the dotted name, and [`Node::path`] follows it down the JSON), and a map's indexer
+//! finds a string key of a small map in the JSON, which is how graft's functions
+//! (`podOrdinal`, `annotationJSON`) read the object they are given.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
+use cel::ExecutionError;
 use cel::common::traits::{Adder, Container, Indexer, Iterable, Sizer, Zeroer};
 use cel::common::types::{
     CelBool, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, LIST_TYPE, MAP_TYPE, Type,
 };
-use cel::common::value::{Builtin, BuiltinRef, Val};
+use cel::common::value::{Builtin, BuiltinRef, CowVal, Val};
 use serde_json::{Map, Value};
 
 use super::convert;
@@ -39,12 +46,62 @@ pub fn view<'a>(value: &'a Value) -> Box<dyn Val + 'a> {
     }
 }
 
+/// A JSON value as CEL, kept by its kind so that a field path can be followed down
+/// maps without going through cel: see [`Node::path`].
+#[derive(Debug)]
+pub enum Node<'a> {
+    Map(MapView<'a>),
+    List(ListView<'a>),
+    Scalar(Box<dyn Val + 'a>),
+}
+
+impl<'a> Node<'a> {
+    /// `value` as a node: a view for a map or a list.
+    pub fn of(value: &'a Value) -> Node<'a> {
+        match value {
+            Value::Object(fields) => Node::Map(MapView::new(fields)),
+            Value::Array(items) => Node::List(ListView::new(items)),
+            scalar => Node::Scalar(view(scalar)),
+        }
+    }
+
+    /// The node as the CEL value it stands for.
+    pub fn as_val(&self) -> &(dyn Val + 'a) {
+        match self {
+            Node::Map(map) => map,
+            Node::List(list) => list,
+            Node::Scalar(value) => value.as_ref(),
+        }
+    }
+
+    /// The node at `fields` below this one, each a field of a map, or `None` when one
+    /// is missing or not below a map.
+    ///
+    /// The interpreter asks for `object.metadata.labels` as a whole name before it
+    /// selects `metadata` on `object` and `labels` on that; answering it here reads
+    /// the JSON in place, where selecting would convert `object`'s and `metadata`'s
+    /// levels. The answer is the value the selections would give.
+    pub fn path<'p>(&self, fields: impl Iterator<Item = &'p str>) -> Option<&Node<'a>> {
+        let mut node = self;
+        for field in fields {
+            let Node::Map(map) = node else {
+                return None;
+            };
+            node = map.field(field)?;
+        }
+        Some(node)
+    }
+}
+
 /// A JSON object seen as a CEL `map` with string keys.
 #[derive(Debug)]
 pub struct MapView<'a> {
     fields: &'a Map<String, Value>,
     /// This level, converted on first use.
     level: OnceLock<CelMap<'a>>,
+    /// The fields read in place ([`Node::path`], the indexer), in the order of `fields`,
+    /// each made on first use.
+    nodes: OnceLock<Box<[OnceLock<Node<'a>>]>>,
 }
 
 impl<'a> MapView<'a> {
@@ -52,7 +109,22 @@ impl<'a> MapView<'a> {
         MapView {
             fields,
             level: OnceLock::new(),
+            nodes: OnceLock::new(),
         }
+    }
+
+    /// The field `key`, read in place. A scan rather than a hash lookup, for the index
+    /// of the field's node; callers keep it to small maps or to one field per evaluation.
+    fn field(&self, key: &str) -> Option<&Node<'a>> {
+        let (index, value) = self
+            .fields
+            .iter()
+            .enumerate()
+            .find_map(|(index, (k, value))| (k == key).then_some((index, value)))?;
+        let nodes = self
+            .nodes
+            .get_or_init(|| self.fields.iter().map(|_| OnceLock::new()).collect());
+        Some(nodes.get(index)?.get_or_init(|| Node::of(value)))
     }
 
     fn level(&self) -> &CelMap<'a> {
@@ -93,7 +165,7 @@ impl<'a> Val for MapView<'a> {
     where
         Self: 'v,
     {
-        self.level().as_indexer()
+        Some(self)
     }
 
     fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
@@ -144,10 +216,39 @@ impl<'a> Val for MapView<'a> {
     }
 }
 
+/// Up to this many fields, a field is found by a scan of the JSON object ([`MapView::field`]),
+/// which needs no converted level; a larger map is looked up in its converted level, by hash.
+const SCANNED_FIELDS: usize = 32;
+
+impl<'a> Indexer for MapView<'a> {
+    /// A string key of a small map is read in place; anything else is left to the
+    /// converted level, for its numeric fallbacks and errors.
+    fn get<'b, 'v>(&'b self, key: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        match key.downcast_ref::<CelString>() {
+            Some(name) if self.fields.len() <= SCANNED_FIELDS => match self.field(name.inner()) {
+                Some(node) => Ok(CowVal::Borrowed(node.as_val())),
+                // What the converted map says of a missing string key.
+                None => Err(ExecutionError::NoSuchKey(Arc::new(name.inner().to_owned()))),
+            },
+            _ => self.level().get(key),
+        }
+    }
+
+    fn steal<'v>(self: Box<Self>, key: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        Box::new(self.into_level()).steal(key)
+    }
+}
+
 impl Container for MapView<'_> {
     /// A string key is looked up in the JSON; any other key is left to the converted
     /// map, for its numeric fallbacks and errors.
-    fn contains(&self, key: &dyn Val) -> Result<bool, cel::ExecutionError> {
+    fn contains(&self, key: &dyn Val) -> Result<bool, ExecutionError> {
         match key.downcast_ref::<CelString>() {
             Some(key) => Ok(self.fields.contains_key(key.inner())),
             None => self
