@@ -632,7 +632,6 @@ mod tests {
     fn intersects_follows_recorded_keys() {
         let left = json!({"metadata": {"annotations": {"a": "1"}}});
         let mut journal = Journal::new();
-        journal.commit();
         assert!(!journal.intersects([]));
         journal.record(&left, &key_path(&["metadata", "annotations", "a"]));
         journal.commit();

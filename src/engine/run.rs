@@ -250,7 +250,7 @@ fn look<'p>(
                 request: shared.request(request),
                 params: &policy.params,
             };
-            Scope::new(bindings, policy.needs)
+            Scope::new(bindings)
         });
         match plan_policy(policy, view, excluded_declaratively, scope.as_mut()) {
             Ok(Ok(plan)) => plan,

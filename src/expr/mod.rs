@@ -237,10 +237,9 @@ struct Vars<'a> {
 }
 
 impl<'a> Scope<'a> {
-    /// A scope over `bindings`. Each binding is viewed on first use; `needs`, what the
-    /// scope's expressions refer to, only decides which errors surface early.
-    pub fn new(bindings: Bindings<'a>, needs: Needs) -> Scope<'a> {
-        let scope = Scope {
+    /// A scope over `bindings`. Each binding is viewed on first use.
+    pub fn new(bindings: Bindings<'a>) -> Scope<'a> {
+        Scope {
             vars: Vars {
                 bindings,
                 object: OnceLock::new(),
@@ -252,10 +251,7 @@ impl<'a> Scope<'a> {
                 variables_error: None,
                 element: None,
             },
-        };
-        // Errors resurface at the first evaluation that needs the variable.
-        let _ = scope.vars.prepare(needs);
-        scope
+        }
     }
 
     /// Makes `variables.NAME` available to later evaluations.
@@ -386,7 +382,7 @@ pub(crate) fn evaluate_unbound(source: &str) -> Result<Value, ExprError> {
         params: &empty,
     };
     let expression = Expression::compile(source, &Declarations::NONE)?;
-    Scope::new(bindings, expression.needs()).evaluate(&expression)
+    Scope::new(bindings).evaluate(&expression)
 }
 
 #[cfg(test)]

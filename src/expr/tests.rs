@@ -78,7 +78,7 @@ fn eval_on(object: &Value, source: &str) -> Result<Value, ExprError> {
         params: &params,
     };
     let expression = compile(source)?;
-    Scope::new(bindings, expression.needs()).evaluate(&expression)
+    Scope::new(bindings).evaluate(&expression)
 }
 
 fn eval(source: &str) -> Result<Value, ExprError> {
@@ -106,7 +106,7 @@ fn render(template: Value) -> Result<Value, ExprError> {
         request: &request,
         params: &params,
     };
-    let mut scope = Scope::new(bindings, template.needs());
+    let mut scope = Scope::new(bindings);
     scope.set_variable("key", json!("zone"));
     scope.set_variable("value", json!("a"));
     template.render(&scope)
@@ -210,16 +210,13 @@ fn strings_extension_is_available() {
 #[test]
 fn evaluate_bool_rejects_other_types() {
     let (object, request, params) = (pod(), request(), params());
-    let scope = Scope::new(
-        Bindings {
-            object: &object,
-            old_object: None,
-            namespace_object: None,
-            request: &request,
-            params: &params,
-        },
-        Needs::default(),
-    );
+    let scope = Scope::new(Bindings {
+        object: &object,
+        old_object: None,
+        namespace_object: None,
+        request: &request,
+        params: &params,
+    });
     let truth = compile("request.operation == 'CREATE'").unwrap();
     assert_eq!(scope.evaluate_bool(&truth), Ok(true));
     let number = compile("1").unwrap();
@@ -233,16 +230,13 @@ fn evaluate_bool_rejects_other_types() {
 fn old_object_is_null_when_absent_and_variables_accumulate() {
     let (object, request, params) = (pod(), request(), params());
     let old = json!({"metadata": {"name": "old"}});
-    let mut scope = Scope::new(
-        Bindings {
-            object: &object,
-            old_object: None,
-            namespace_object: None,
-            request: &request,
-            params: &params,
-        },
-        Needs::default(),
-    );
+    let mut scope = Scope::new(Bindings {
+        object: &object,
+        old_object: None,
+        namespace_object: None,
+        request: &request,
+        params: &params,
+    });
     let expr = |s: &str| compile(s).unwrap();
     assert_eq!(scope.evaluate(&expr("oldObject == null")), Ok(json!(true)));
     scope.set_variable("a", json!(2));
@@ -252,16 +246,13 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
         scope.evaluate(&expr("[variables.a, variables.b]")),
         Ok(json!([2, 4]))
     );
-    let with_old = Scope::new(
-        Bindings {
-            object: &object,
-            old_object: Some(&old),
-            namespace_object: None,
-            request: &request,
-            params: &params,
-        },
-        Needs::default(),
-    );
+    let with_old = Scope::new(Bindings {
+        object: &object,
+        old_object: Some(&old),
+        namespace_object: None,
+        request: &request,
+        params: &params,
+    });
     assert_eq!(
         with_old.evaluate(&expr("oldObject.metadata.name")),
         Ok(json!("old"))
@@ -338,16 +329,13 @@ fn example_typed_map_template() {
 #[test]
 fn example_scale_quantity() {
     let (object, request, params) = (pod(), request(), params());
-    let mut scope = Scope::new(
-        Bindings {
-            object: &object,
-            old_object: None,
-            namespace_object: None,
-            request: &request,
-            params: &params,
-        },
-        Needs::default(),
-    );
+    let mut scope = Scope::new(Bindings {
+        object: &object,
+        old_object: None,
+        namespace_object: None,
+        request: &request,
+        params: &params,
+    });
     let expr =
         compile("scaleQuantity(object.status.capacity.cpu, variables.cpuRatio, 'm')").unwrap();
     scope.set_variable("cpuRatio", json!(1.5));

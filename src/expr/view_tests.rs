@@ -103,7 +103,7 @@ fn with_views(expression: &Expression, object: &Value, params: &Value) -> Result
         request: &empty,
         params,
     };
-    Scope::new(bindings, expression.needs())
+    Scope::new(bindings)
         .evaluate(expression)
         .map_err(|e| e.to_string())
 }
