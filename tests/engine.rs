@@ -283,6 +283,37 @@ fn a_policy_that_matches_what_a_later_policy_wrote_gets_another_look() {
 }
 
 #[test]
+fn a_policy_kept_out_by_its_labels_matches_what_an_earlier_policy_wrote() {
+    // `reads` requires a label the pod does not carry, so it starts out blocked without
+    // a look; `writes` runs first and adds the label, and `reads` gets its look in the
+    // same pass. `never` requires a value nobody writes and stays out.
+    let reader = |name: &str, value: &str| {
+        policy(
+            name,
+            "",
+            &format!("    - set: {{path: \"$.metadata.labels.{name}\", value: \"yes\"}}\n"),
+        )
+        .replace(
+            "    resources: [pods]\n",
+            &format!("    resources: [pods]\n    labels: {{tier: {value}}}\n"),
+        )
+    };
+    let policies = policy(
+        "writes",
+        "  order: -1\n",
+        "    - set: {path: \"$.metadata.labels.tier\", value: gpu}\n",
+    ) + &reader("reads", "gpu")
+        + &reader("never", "cpu");
+    let evaluation = evaluate(&policies, pod());
+    let mutated = evaluation.mutated.clone().unwrap();
+    assert_eq!(mutated["metadata"]["labels"]["reads"], "yes");
+    assert!(mutated["metadata"]["labels"].get("never").is_none());
+    assert_eq!(evaluation.audit_annotations["mutated-by"], "writes,reads");
+    let again = evaluate(&policies, mutated);
+    assert!(again.patch.0.is_empty(), "{:?}", again.patch);
+}
+
+#[test]
 fn a_field_test_sees_what_a_later_policy_wrote() {
     // `a-reads` tests a field under spec that `b-writes` sets; `c-never` tests a label
     // nobody writes and stays out, whatever else changed.

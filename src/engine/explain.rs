@@ -148,6 +148,26 @@ impl Observer for Explainer {
         };
         self.looks.insert(policy.name.clone(), look);
     }
+
+    fn blocked_up_front(
+        &mut self,
+        policy: &CompiledPolicy,
+        facts: &RequestFacts<'_>,
+        object: &Value,
+    ) {
+        // What its first look would have said, in the order a look checks: the request's
+        // conditions, then the object's.
+        let condition = if request_matches(&policy.matcher, facts) {
+            match object_blocker(&policy.matcher, object) {
+                Ok(Some(blocker)) => object_condition(policy, facts, blocker, object),
+                _ => "match.labels".to_string(),
+            }
+        } else {
+            request_condition(policy, facts)
+        };
+        self.looks
+            .insert(policy.name.clone(), Look::NotMatched(condition));
+    }
 }
 
 fn verdict_of(result: &PolicyResult, looked: Option<Look>) -> Verdict {

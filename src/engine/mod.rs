@@ -170,11 +170,20 @@ trait Observer {
         run: &PolicyRun<'_>,
         object: &Value,
     );
+    /// The policy starts blocked by its labels and is not looked at unless they change
+    /// ([`matching::blocked_by_labels`]); `object` is the object as the request has it.
+    fn blocked_up_front(
+        &mut self,
+        policy: &CompiledPolicy,
+        facts: &RequestFacts<'_>,
+        object: &Value,
+    );
 }
 
 impl Observer for () {
     fn before(&mut self, _: &CompiledPolicy, _: &Value) {}
     fn after(&mut self, _: &CompiledPolicy, _: &RequestFacts<'_>, _: &PolicyRun<'_>, _: &Value) {}
+    fn blocked_up_front(&mut self, _: &CompiledPolicy, _: &RequestFacts<'_>, _: &Value) {}
 }
 
 /// [`evaluate_in_place`], showing each look at a policy to `observer`.
@@ -219,10 +228,19 @@ fn evaluate_observed(
     // second review would: `version` counts changes, `seen[i]` is the version policy i
     // last looked at, and a policy that matched and did not fail is done. A policy kept
     // out by a condition whose inputs nothing wrote (`blocked[i]`) stays out.
+    //
+    // A policy whose label selector the object fails at the start is blocked up front,
+    // as its first look would leave it (`blocked_by_labels`), and looked at only if
+    // the labels change; a `podControllers` policy reads the template's labels instead.
     let mut version = 0usize;
-    let mut seen: Vec<Option<usize>> = vec![None; candidates.len()];
+    let controller = pod_controllers::controller(facts.group, facts.resource, facts.subresource);
+    let on_template = |policy: &CompiledPolicy| policy.pod_controllers && controller.is_some();
+    let mut blocked = matching::blocked_by_labels(&candidates, working.subject.view(), on_template);
+    let mut seen: Vec<Option<usize>> = blocked.iter().map(|b| b.map(|_| version)).collect();
+    for (policy, _) in candidates.iter().zip(&blocked).filter(|(_, b)| b.is_some()) {
+        observer.blocked_up_front(policy, &facts, working.subject.view());
+    }
     let mut done = vec![false; candidates.len()];
-    let mut blocked: Vec<Option<Blocker<'_>>> = vec![None; candidates.len()];
     let mut selector_changes = SelectorChanges::default();
     // One entry per policy that matched, in the order they first matched; a retried
     // policy's later result replaces its earlier one.
@@ -242,13 +260,7 @@ fn evaluate_observed(
             looked = true;
             seen[i] = Some(version);
             observer.before(policy, working.subject.view());
-            let controller = policy
-                .pod_controllers
-                .then(|| {
-                    pod_controllers::controller(facts.group, facts.resource, facts.subresource)
-                })
-                .flatten();
-            let outcome = match controller {
+            let outcome = match controller.filter(|_| policy.pod_controllers) {
                 Some(controller) => pod_template::run_on_template(
                     policy,
                     controller,
