@@ -3,10 +3,13 @@
 //!
 //! `cargo build --profile profiling --example review_loop`, then
 //! `valgrind --tool=callgrind target/profiling/examples/review_loop 100 2000`
-//! (policies, reviews).
+//! (policies, reviews). `review_loop handwritten 2000` runs the hand-written webhook's
+//! review (`support/handwritten_review.rs`) instead: the baseline in instructions.
 
 use std::hint::black_box;
 
+#[path = "support/handwritten_review.rs"]
+mod handwritten_review;
 #[path = "../benches/support/policies.rs"]
 mod policies;
 
@@ -16,14 +19,23 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let total: usize = args.next().as_deref().unwrap_or("100").parse()?;
+    let first = args.next();
     let reviews: usize = args.next().as_deref().unwrap_or("1000").parse()?;
+    let body = policies::REALISTIC_REVIEW.as_bytes();
+    if first.as_deref() == Some("handwritten") {
+        let mut bytes = 0;
+        for _ in 0..reviews {
+            bytes += black_box(handwritten_review::review(black_box(body))?).len();
+        }
+        println!("hand-written, {reviews} reviews, {bytes} response bytes");
+        return Ok(());
+    }
+    let total: usize = first.as_deref().unwrap_or("100").parse()?;
     let dir = tempfile::tempdir()?;
     policies::write_set(dir.path(), total)?;
     let set = graft::policy::load_path(dir.path())
         .map_err(|findings| anyhow::anyhow!("{findings:?}"))?
         .set;
-    let body = policies::REALISTIC_REVIEW.as_bytes();
     let namespaces = policies::namespaces();
     let mut bytes = 0;
     for _ in 0..reviews {
