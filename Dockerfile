@@ -24,6 +24,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime
 COPY --from=build /out/graft /usr/local/bin/graft
 USER 65532:65532
+# The binary never asks for transparent huge pages (mimalloc's no_thp); on nodes where
+# THP is "always" this turns them off for the process too, so RSS stays what was measured.
+ENV MIMALLOC_ALLOW_THP=0
 # 8443: AdmissionReviews over HTTPS. 8080: /healthz, /readyz, /metrics over plain HTTP.
 EXPOSE 8443 8080
 ENTRYPOINT ["/usr/local/bin/graft"]
