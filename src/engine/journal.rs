@@ -5,7 +5,9 @@
 //! The object is the request's own, edited in place; nothing copies it whole. Before
 //! every write the [`super::edit::Editor`] records the location as the object keys
 //! leading to it, and the first record under a location keeps a copy of the value
-//! there (its snapshot) while it is still as the running policy found it. The running
+//! there (its snapshot) while it is still as the running policy found it. A list that
+//! writes only append to keeps its length instead ([`Before::ListOf`]): its earlier
+//! items are copied only when another write is about to reach them. The running
 //! policy's records (`open`) then give everything per policy:
 //! - [`Journal::rollback`] puts its snapshots back, in place;
 //! - [`Journal::changed`] compares them with the object, so "applied" is exact;
@@ -45,13 +47,55 @@ pub struct Journal {
 
 #[derive(Debug, Default)]
 struct Node {
-    /// Set once anything at or below this location is written: the earlier value
-    /// here (`None`: absent). Nodes below a snapshot are not kept.
-    snapshot: Option<Option<Value>>,
+    /// Set once anything at or below this location is written: what was here before.
+    /// Nodes below a snapshot are not kept.
+    snapshot: Option<Before>,
     /// Above a snapshot: the earlier map's keys, in order, for the order of removes
     /// and of a restored map.
     keys: Vec<String>,
     children: Vec<(String, Node)>,
+}
+
+/// What a location held before the writes recorded under it.
+#[derive(Debug)]
+enum Before {
+    /// This value (`None`: absent).
+    Value(Option<Value>),
+    /// A list that writes have only appended to so far: its first items, this many,
+    /// are the earlier list, untouched. A sidecar merged into `containers` costs no
+    /// copy of the containers; the first other write copies these items.
+    ListOf(usize),
+}
+
+impl Before {
+    /// The earlier value, given the `current` value of the location.
+    fn value(&self, current: Option<&Value>) -> Option<Value> {
+        match self {
+            Before::Value(value) => value.clone(),
+            Before::ListOf(len) => Some(Value::Array(
+                current
+                    .and_then(Value::as_array)
+                    .map(|items| items[..(*len).min(items.len())].to_vec())
+                    .unwrap_or_default(),
+            )),
+        }
+    }
+}
+
+/// The index of the item a write at `at` adds or sets in the list its `keys` leading
+/// keys name, when that item is all the write touches.
+fn item_index(at: &[Token], keys: usize) -> Option<i64> {
+    match at.get(keys..)? {
+        [Token::Index(index)] => Some(*index),
+        _ => None,
+    }
+}
+
+/// Whether a write of the item at `index` only appends to `list`: the index is its
+/// length, so its items stay as they are.
+fn appends_to(list: Option<&Value>, index: Option<i64>) -> bool {
+    let len = list.and_then(Value::as_array).map(Vec::len);
+    index.is_some_and(|index| len.is_some_and(|len| i64::try_from(len) == Ok(index)))
 }
 
 impl Node {
@@ -78,8 +122,8 @@ impl Node {
 
     /// The earlier value of this location, given its `current` value.
     fn original(&self, current: Option<&Value>) -> Option<Value> {
-        if let Some(snapshot) = &self.snapshot {
-            return snapshot.clone();
+        if let Some(before) = &self.snapshot {
+            return before.value(current);
         }
         // Above a snapshot the value is a map that was never written as a whole: its
         // untouched keys are as they were, the touched ones come from below.
@@ -102,8 +146,10 @@ impl Node {
         Some(Value::Object(original))
     }
 
-    /// Records a write under `keys` into `object`, before it is made.
-    fn record(&mut self, object: &Value, keys: &[&str]) {
+    /// Records a write under `keys` into `object`, before it is made; `append` is the
+    /// index of an item the write adds to the list at `keys`, if that is all it does.
+    fn record(&mut self, object: &Value, keys: &[&str], append: Option<i64>) {
+        let whole = keys.len();
         // Cut at the first value that is missing (the write creates it) or not a map
         // (the write replaces it): below that, the earlier value has nothing to keep apart.
         let keys = &keys[..keys.len().min(MAX_DEPTH)];
@@ -132,12 +178,51 @@ impl Node {
             current = current.and_then(|value| value.get(*key));
             node = node.child_mut(key);
         }
-        if node.snapshot.is_some() {
-            return;
+        let appended = depth == whole && appends_to(current, append);
+        match node.snapshot {
+            Some(Before::ListOf(_)) if appended => return,
+            // Another write reaches the list's earlier items: keep them apart now.
+            Some(Before::ListOf(_)) => {
+                node.snapshot = Some(Before::Value(node.original(current)));
+                return;
+            }
+            Some(Before::Value(_)) => return,
+            None => {}
         }
-        node.snapshot = Some(node.original(current));
+        node.snapshot = Some(match current.and_then(Value::as_array) {
+            Some(items) if appended && node.children.is_empty() => Before::ListOf(items.len()),
+            _ => Before::Value(node.original(current)),
+        });
         node.children = Vec::new();
         node.keys = Vec::new();
+    }
+
+    /// Before a write under `keys`: a list recorded here as only appended to keeps its
+    /// earlier items apart, unless the write only appends to it too. Earlier records
+    /// (`committed`) need this where a later write reaches into such a list.
+    fn settle(&mut self, object: &Value, keys: &[&str], append: Option<i64>) {
+        let mut node = self;
+        let mut current = Some(object);
+        let mut depth = 0;
+        loop {
+            match node.snapshot {
+                Some(Before::ListOf(_)) => {
+                    if !(depth == keys.len() && appends_to(current, append)) {
+                        node.snapshot = Some(Before::Value(node.original(current)));
+                    }
+                    return;
+                }
+                Some(Before::Value(_)) => return,
+                None => {}
+            }
+            let Some(key) = keys.get(depth) else { return };
+            let Some((_, child)) = node.children.iter_mut().find(|(name, _)| name == key) else {
+                return;
+            };
+            node = child;
+            current = current.and_then(|value| value.get(*key));
+            depth += 1;
+        }
     }
 
     /// Folds `later`, records made after this node's, into this node: where this node
@@ -148,10 +233,12 @@ impl Node {
             return;
         }
         if let Some(before) = later.snapshot {
-            let earlier = if self.children.is_empty() {
-                before
-            } else {
-                self.original(before.as_ref())
+            let earlier = match before {
+                before if self.children.is_empty() => before,
+                Before::Value(before) => Before::Value(self.original(before.as_ref())),
+                // Not reached: records below here saw a map, and the write that made it
+                // a list was recorded here or above, before the later ones.
+                list @ Before::ListOf(_) => list,
             };
             self.snapshot = Some(earlier);
             self.children = Vec::new();
@@ -170,8 +257,14 @@ impl Node {
 
     /// Whether the current value differs from the recorded one anywhere.
     fn changed(&self, current: Option<&Value>) -> bool {
-        if let Some(snapshot) = &self.snapshot {
-            return snapshot.as_ref() != current;
+        match &self.snapshot {
+            Some(Before::Value(before)) => return before.as_ref() != current,
+            Some(Before::ListOf(len)) => {
+                return current
+                    .and_then(Value::as_array)
+                    .is_none_or(|items| items.len() != *len);
+            }
+            None => {}
         }
         let Some(Value::Object(map)) = current else {
             return !self.children.is_empty();
@@ -183,9 +276,18 @@ impl Node {
 
     /// Puts the recorded values back into `value`, the value at this node's location.
     fn restore(self, value: &mut Value) {
-        if let Some(snapshot) = self.snapshot {
-            *value = snapshot.unwrap_or(Value::Null);
-            return;
+        match self.snapshot {
+            Some(Before::Value(before)) => {
+                *value = before.unwrap_or(Value::Null);
+                return;
+            }
+            Some(Before::ListOf(len)) => {
+                if let Value::Array(items) = value {
+                    items.truncate(len);
+                }
+                return;
+            }
+            None => {}
         }
         if self.children.is_empty() {
             return;
@@ -196,13 +298,13 @@ impl Node {
         };
         for (key, child) in self.children {
             match child.snapshot {
-                Some(Some(before)) => {
+                Some(Before::Value(Some(before))) => {
                     map.insert(key, before);
                 }
-                Some(None) => {
+                Some(Before::Value(None)) => {
                     map.shift_remove(&key);
                 }
-                None => {
+                Some(Before::ListOf(_)) | None => {
                     if let Some(value) = map.get_mut(&key) {
                         child.restore(value);
                     }
@@ -242,7 +344,10 @@ impl Journal {
     /// Records a write at `at` into `object`, before it is made. The subtree under
     /// the leading object keys (at most [`MAX_DEPTH`]) counts as changed.
     pub fn record(&mut self, object: &Value, at: &[Token]) {
-        self.open.record(object, &leading_keys(at));
+        let keys = leading_keys(at);
+        let item = item_index(at, keys.len());
+        self.committed.settle(object, &keys, item);
+        self.open.record(object, &keys, item);
     }
 
     /// Records the locations a raw JSON Patch operation reads from or writes to. Its
@@ -263,7 +368,8 @@ impl Journal {
                 .map(|token| token.decoded().into_owned())
                 .collect();
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-            self.open.record(object, &keys);
+            self.committed.settle(object, &keys, None);
+            self.open.record(object, &keys, None);
         }
     }
 
@@ -334,12 +440,32 @@ fn patch_of(node: &Node, object: &Value) -> Patch {
 
 fn diff_node(node: &Node, current: &Value, at: &mut PointerBuf, patch: &mut Patch) {
     match &node.snapshot {
-        Some(Some(original)) => return super::diff::diff_into(original, current, at, patch),
-        Some(None) => {
+        Some(Before::Value(Some(original))) => {
+            return super::diff::diff_into(original, current, at, patch);
+        }
+        Some(Before::Value(None)) => {
             return patch.0.push(PatchOperation::Add(AddOperation {
                 path: at.clone(),
                 value: current.clone(),
             }));
+        }
+        // The earlier items are as they were: what json_patch::diff gives is an add
+        // for each item after them.
+        Some(Before::ListOf(len)) => {
+            let Value::Array(items) = current else {
+                // Not reached while the invariant holds; the full diff is still right.
+                let original = node.original(Some(current)).unwrap_or(Value::Null);
+                return super::diff::diff_into(&original, current, at, patch);
+            };
+            for (index, item) in items.iter().enumerate().skip(*len) {
+                at.push_back(index);
+                patch.0.push(PatchOperation::Add(AddOperation {
+                    path: at.clone(),
+                    value: item.clone(),
+                }));
+                at.pop_back();
+            }
+            return;
         }
         None => {}
     }
@@ -567,65 +693,53 @@ mod tests {
     #[test]
     fn a_later_record_above_earlier_writes_keeps_the_original() {
         let original = json!({"spec": {"a": {"b": 1}, "c": 1, "d": 1}});
-        let mut document = original.clone();
+        let mut object = original.clone();
         let mut journal = Journal::new();
-        journal.record(&document, &key_path(&["spec", "a", "b"]));
-        document["spec"]["a"]["b"] = json!(2);
-        journal.record(&document, &key_path(&["spec", "c"]));
-        document["spec"].as_object_mut().unwrap().shift_remove("c");
-        journal.record(&document, &key_path(&["spec", "e"]));
-        document["spec"]["e"] = json!(5);
+        journal.record(&object, &key_path(&["spec", "a", "b"]));
+        object["spec"]["a"]["b"] = json!(2);
+        journal.record(&object, &key_path(&["spec", "c"]));
+        object["spec"].as_object_mut().unwrap().shift_remove("c");
+        journal.record(&object, &key_path(&["spec", "e"]));
+        object["spec"]["e"] = json!(5);
         journal.commit();
-        assert_eq!(journal.original(&document), original);
-        assert_eq!(
-            journal.patch(&document),
-            json_patch::diff(&original, &document)
-        );
+        assert_eq!(journal.original(&object), original);
+        assert_eq!(journal.patch(&object), json_patch::diff(&original, &object));
 
-        journal.record(&document, &key_path(&["spec"]));
-        document["spec"] = json!("replaced");
+        journal.record(&object, &key_path(&["spec"]));
+        object["spec"] = json!("replaced");
         journal.commit();
-        assert_eq!(journal.original(&document), original);
-        assert_eq!(
-            journal.patch(&document),
-            json_patch::diff(&original, &document)
-        );
+        assert_eq!(journal.original(&object), original);
+        assert_eq!(journal.patch(&object), json_patch::diff(&original, &object));
     }
 
     #[test]
     fn removes_come_in_original_key_order() {
         let original = json!({"metadata": {"labels": {"a": "1", "b": "2", "c": "3"}}});
-        let mut document = original.clone();
+        let mut object = original.clone();
         let mut journal = Journal::new();
         for key in ["c", "a"] {
-            journal.record(&document, &key_path(&["metadata", "labels", key]));
-            document["metadata"]["labels"]
+            journal.record(&object, &key_path(&["metadata", "labels", key]));
+            object["metadata"]["labels"]
                 .as_object_mut()
                 .unwrap()
                 .shift_remove(key);
         }
         journal.commit();
-        assert_eq!(
-            journal.patch(&document),
-            json_patch::diff(&original, &document)
-        );
+        assert_eq!(journal.patch(&object), json_patch::diff(&original, &object));
     }
 
     #[test]
     fn a_location_under_a_missing_or_scalar_value_is_cut_there() {
         let original = json!({"metadata": {"name": "p"}, "spec": "text"});
-        let mut document = original.clone();
+        let mut object = original.clone();
         let mut journal = Journal::new();
-        journal.record(&document, &key_path(&["metadata", "labels", "a"]));
-        document["metadata"]["labels"] = json!({"a": "1"});
-        journal.record(&document, &key_path(&["spec", "x", "y"]));
-        document["spec"] = json!({"x": {"y": 1}});
+        journal.record(&object, &key_path(&["metadata", "labels", "a"]));
+        object["metadata"]["labels"] = json!({"a": "1"});
+        journal.record(&object, &key_path(&["spec", "x", "y"]));
+        object["spec"] = json!({"x": {"y": 1}});
         journal.commit();
-        assert_eq!(journal.original(&document), original);
-        assert_eq!(
-            journal.patch(&document),
-            json_patch::diff(&original, &document)
-        );
+        assert_eq!(journal.original(&object), original);
+        assert_eq!(journal.patch(&object), json_patch::diff(&original, &object));
     }
 
     #[test]
@@ -645,6 +759,170 @@ mod tests {
         journal.record(&left, &key_path(&["spec"]));
         journal.commit();
         assert!(journal.intersects(["spec", "containers"]));
+    }
+
+    /// Lists only appended to keep no copy of their items; every other write reaches
+    /// them through a copy made first, here or in the committed records. Each step is a
+    /// policy's edits, kept or rolled back: a rollback restores the object as the step
+    /// found it, and the patch and the original stay exact throughout.
+    #[test]
+    fn appends_keep_no_copy_and_other_writes_copy_first() {
+        use super::super::edit::EditError;
+        use crate::policy::model::Position;
+        type Outcome = Result<(), EditError>;
+        type Edit = fn(&mut Editor) -> Outcome;
+        fn list(keys: &[&str]) -> Vec<Token> {
+            key_path(keys)
+        }
+        fn first_image() -> Vec<Token> {
+            let mut at = list(&["spec", "containers"]);
+            at.extend([Token::Index(0), Token::Key("image".into())]);
+            at
+        }
+        fn append(e: &mut Editor, keys: &[&str], item: Value, at: Position) -> Outcome {
+            e.append(&list(keys), vec![item], at)
+        }
+        fn raw(operations: Value) -> json_patch::Patch {
+            serde_json::from_value(operations).unwrap()
+        }
+        let steps: [(Edit, bool); 9] = [
+            // Appends, kept; then appended to again and rolled back.
+            (
+                |e| {
+                    e.merge(&[], json!({"spec": {"containers": [{"name": "side"}], "volumes": [{"name": "v2"}]}}))
+                },
+                true,
+            ),
+            (
+                |e| {
+                    append(
+                        e,
+                        &["spec", "containers"],
+                        json!({"name": "x"}),
+                        Position::Last,
+                    )
+                },
+                false,
+            ),
+            // A write into an earlier item: the kept list is copied first.
+            (|e| e.set(&first_image(), json!("b")), false),
+            (
+                |e| {
+                    append(
+                        e,
+                        &["spec", "volumes"],
+                        json!({"name": "v3"}),
+                        Position::First,
+                    )
+                },
+                true,
+            ),
+            (
+                |e| {
+                    append(
+                        e,
+                        &["spec", "containers"],
+                        json!({"name": "y"}),
+                        Position::Last,
+                    )
+                },
+                true,
+            ),
+            // A raw operation into a kept appended-to list, a new list, a list removed.
+            (
+                |e| {
+                    append(
+                        e,
+                        &["spec", "tolerations"],
+                        json!({"key": "b"}),
+                        Position::Last,
+                    )
+                },
+                true,
+            ),
+            (
+                |e| {
+                    e.json_patch(&raw(
+                        json!([{"op": "replace", "path": "/spec/tolerations/0/key", "value": "c"}]),
+                    ))
+                },
+                true,
+            ),
+            (
+                |e| {
+                    append(
+                        e,
+                        &["spec", "initContainers"],
+                        json!({"name": "i"}),
+                        Position::Last,
+                    )
+                },
+                true,
+            ),
+            (
+                |e| {
+                    e.remove(&list(&["spec", "containers"]));
+                    Ok(())
+                },
+                true,
+            ),
+        ];
+        let original = json!({
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [{"name": "app", "image": "a"}],
+                "volumes": [{"name": "v1"}],
+                "tolerations": [{"key": "a"}]
+            }
+        });
+        let mut object = original.clone();
+        let mut journal = Journal::new();
+        for (index, (edit, keep)) in steps.iter().enumerate() {
+            let before = object.clone();
+            edit(&mut Editor::new(&mut object, &mut journal)).unwrap();
+            assert_eq!(
+                journal.open_patch(&object),
+                json_patch::diff(&before, &object),
+                "step {index}"
+            );
+            if *keep {
+                journal.commit();
+            } else {
+                journal.rollback(&mut object);
+                assert_eq!(object, before, "step {index} rolled back");
+            }
+            assert_eq!(
+                journal.patch(&object),
+                json_patch::diff(&original, &object),
+                "step {index}"
+            );
+            assert_eq!(journal.original(&object), original, "step {index}");
+        }
+        journal.rollback_all(&mut object);
+        assert_eq!(object, original);
+    }
+
+    #[test]
+    fn an_append_only_list_is_recorded_by_its_length() {
+        let object = json!({"spec": {"containers": [{"name": "app"}]}});
+        let recorded = |index: i64| {
+            let mut journal = Journal::new();
+            let mut at = key_path(&["spec", "containers"]);
+            at.push(Token::Index(index));
+            journal.record(&object, &at);
+            let node = journal
+                .open
+                .child("spec")
+                .and_then(|n| n.child("containers"));
+            format!("{:?}", node.and_then(|n| n.snapshot.as_ref()))
+        };
+        assert_eq!(recorded(1), "Some(ListOf(1))");
+        // An index that is not the length is not an append: the list is copied.
+        assert!(
+            recorded(0).starts_with("Some(Value(Some(Array"),
+            "{}",
+            recorded(0)
+        );
     }
 
     #[test]
