@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// The core modules, each with the modules it may refer to.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("jsonpath", &[]),
-    ("k8s", &[]),
+    ("k8s", &["jsonpath"]),
     ("manifests", &[]),
     ("expr", &["k8s"]),
     ("namespaces", &["k8s"]),

@@ -9,6 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::MAX_STRING_BYTES;
+use crate::jsonpath::lookup::field;
 
 /// The annotation Multus reads the pod's extra networks from.
 pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
@@ -92,22 +93,32 @@ pub fn merge(
     pod_namespace: &str,
 ) -> Result<String, MultusError> {
     let Networks { form, mut entries } = parse(existing)?;
-    let mut added = false;
-    for (index, network) in desired.iter().enumerate() {
-        let network = normalize_desired(index, network)?;
-        let name = name_of(&network);
-        let namespace = namespace_of(&network, pod_namespace);
-        let present = entries
-            .iter()
-            .any(|e| name_of(e) == name && namespace_of(e, pod_namespace) == namespace);
-        if !present {
-            entries.push(network);
-            added = true;
+    let normalized = desired
+        .iter()
+        .enumerate()
+        .map(|(index, network)| normalize_desired(index, network))
+        .collect::<Result<Vec<Network>, MultusError>>()?;
+    // Each entry's (name, namespace) is found once: the presence test compares strings.
+    let mut new = vec![false; normalized.len()];
+    let mut present: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|entry| identity(entry, pod_namespace))
+        .collect();
+    for (network, new) in normalized.iter().zip(&mut new) {
+        let key = identity(network, pod_namespace);
+        if !present.contains(&key) {
+            present.push(key);
+            *new = true;
         }
     }
-    if !added && form == Form::Json {
+    if !new.contains(&true) && form == Form::Json {
         return Ok(existing.to_string());
     }
+    let added = normalized
+        .into_iter()
+        .zip(new)
+        .filter_map(|(n, new)| new.then_some(n));
+    entries.extend(added);
     let list = Value::Array(entries.into_iter().map(Value::Object).collect());
     let text = serde_json::to_string(&list).map_err(|e| MultusError::Annotation {
         reason: e.to_string(),
@@ -194,7 +205,7 @@ fn normalize_desired(index: usize, network: &Value) -> Result<Network, MultusErr
     check_entry(fields).map_err(invalid)?;
     let mut entry = Map::new();
     for key in ["name", "namespace", "interface"] {
-        if let Some(value) = fields.get(key) {
+        if let Some(value) = field(fields, key) {
             entry.insert(key.to_string(), value.clone());
         }
     }
@@ -212,27 +223,32 @@ fn normalize_desired(index: usize, network: &Value) -> Result<Network, MultusErr
 /// An entry needs a non-empty string name, and a string namespace if any:
 /// without them "already present" cannot be decided.
 fn check_entry(entry: &Network) -> Result<(), String> {
-    match entry.get("name") {
+    match field(entry, "name") {
         Some(Value::String(name)) if !name.is_empty() => {}
         Some(other) => return Err(format!("'name' must be a non-empty string, got {other}")),
         None => return Err("missing 'name'".to_string()),
     }
-    match entry.get("namespace") {
+    match field(entry, "namespace") {
         None | Some(Value::String(_)) => Ok(()),
         Some(other) => Err(format!("'namespace' must be a string, got {other}")),
     }
 }
 
+/// What makes two entries the same network: the name, and the namespace Multus
+/// resolves.
+fn identity<'a>(entry: &'a Network, pod_namespace: &'a str) -> (&'a str, &'a str) {
+    (name_of(entry), namespace_of(entry, pod_namespace))
+}
+
 fn name_of(entry: &Network) -> &str {
-    entry
-        .get("name")
+    field(entry, "name")
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
 
 /// Multus resolves a missing or empty namespace to the pod's own.
 fn namespace_of<'a>(entry: &'a Network, pod_namespace: &'a str) -> &'a str {
-    match entry.get("namespace").and_then(Value::as_str) {
+    match field(entry, "namespace").and_then(Value::as_str) {
         Some(namespace) if !namespace.is_empty() => namespace,
         _ => pod_namespace,
     }
