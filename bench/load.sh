@@ -10,7 +10,7 @@
 #   PIN=1 DURATION=20 bash bench/load.sh   # servers on CPU 0, oha on CPU 1
 #   RATE=4000 bash bench/load.sh           # the fixed-rate runs at 4,000 req/s (default 2,000)
 #
-# Needs oha (`cargo install oha --locked`) and jq. Prints a Markdown results table.
+# Needs oha (`cargo install oha --locked`), jq and curl. Prints a Markdown results table.
 set -euo pipefail
 
 export DURATION=${DURATION:-10}
@@ -54,6 +54,17 @@ cargo build --release --quiet --bin graft --example transport_limit \
     --example handwritten_webhook --example gen_policies
 BIN="$ROOT/target/release"
 "$BIN/examples/gen_policies" "$WORK/p100" 100 >/dev/null
+# The realistic pod's namespace as the benchmarks' `namespaces()` has it
+# (benches/support/policies.rs): labelled for the sidecar policy's namespaceSelector.
+# Without namespace data that policy fails and every review is denied.
+cat >"$WORK/namespaces.yaml" <<'YAML'
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: dynamo-system
+  labels:
+    sidecar-injection: enabled
+YAML
 "$BIN/examples/gen_policies" "$WORK/p1000" 1000 >/dev/null
 
 wait_for_port() {
@@ -89,11 +100,25 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 start_graft() {
     local policies=$1 log=$2
     RUST_LOG=$GRAFT_LOG "${SERVER_CPU[@]}" "$BIN/graft" serve --policies "$policies" \
+        --namespaces "$WORK/namespaces.yaml" \
         --listen "127.0.0.1:$PORT_GRAFT" --metrics-listen "127.0.0.1:$PORT_OPS" \
         --shutdown-grace 1s >"$log" 2>&1 &
     GRAFT_PID=$!
     PIDS+=("$GRAFT_PID")
     wait_for_port "$PORT_GRAFT"
+    check_answer "$PORT_GRAFT" "/tmp/graft-ca-$PORT_GRAFT.pem" graft
+}
+
+# One review before the load: the server must allow the realistic pod and patch it, or
+# the run would measure some other path (a denial, an error) than the one it names.
+check_answer() {
+    local port=$1 ca=$2 name=$3 answer
+    answer=$(curl --silent --show-error --cacert "$ca" -H 'Content-Type: application/json' \
+        --data-binary "@$BODY" "https://127.0.0.1:$port/mutate?timeout=10s")
+    if ! jq -e '.response.allowed == true and (.response.patch | length > 0)' <<<"$answer" >/dev/null; then
+        echo "$name does not allow and patch the realistic pod: $answer" >&2
+        exit 1
+    fi
 }
 
 stop() {
@@ -119,6 +144,7 @@ stop "$LIMIT_PID"
 HAND_PID=$!
 PIDS+=("$HAND_PID")
 wait_for_port "$PORT_HAND"
+check_answer "$PORT_HAND" "$WORK/hand-ca.pem" "the hand-written webhook"
 read -r B_RPS B_P50 B_P99 B_P999 B_ERR < <(summarise "$(drive $PORT_HAND "$WORK/hand-ca.pem" hand-max)")
 read -r BR_RPS BR_P50 BR_P99 BR_P999 BR_ERR < <(summarise "$(drive $PORT_HAND "$WORK/hand-ca.pem" hand-rate -q "$RATE" --latency-correction)")
 stop "$HAND_PID"
