@@ -79,7 +79,7 @@ fn parse_with(
     body: &[u8],
     what: impl FnOnce(&AdmissionRequest<&RawValue>) -> (Option<Reads>, NamespaceData),
 ) -> Result<(Review, NamespaceData), BadReview> {
-    let incoming: IncomingRaw<'_> = serde_json::from_slice(body)?;
+    let incoming: IncomingRaw<'_> = serde_json::from_str(std::str::from_utf8(body)?)?;
     let raw = checked(&incoming.api_version, incoming.kind, incoming.request)?;
     if raw.uid.is_empty() {
         return Err(BadReview::MissingUid);

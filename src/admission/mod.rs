@@ -27,6 +27,10 @@ pub const API_VERSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
 /// Why a request body is not an AdmissionReview graft can answer (HTTP 400).
 #[derive(Debug, thiserror::Error)]
 pub enum BadReview {
+    /// JSON is UTF-8 (RFC 8259); the parse skips the parts it does not read without
+    /// looking at their bytes, so the body is checked whole first.
+    #[error("body is not UTF-8: {0}")]
+    Utf8(#[from] std::str::Utf8Error),
     #[error("body is not valid AdmissionReview JSON: {0}")]
     Json(#[from] serde_json::Error),
     #[error("kind must be AdmissionReview, got {0:?}")]
