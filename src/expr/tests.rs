@@ -67,18 +67,22 @@ fn params() -> Value {
     })
 }
 
-/// Evaluates `source` against `object` with the default request and params.
-fn eval_on(object: &Value, source: &str) -> Result<Value, ExprError> {
-    let (request, params) = (request(), params());
-    let bindings = Bindings {
+/// The bindings of a request with no old object and no namespace object.
+fn bindings<'a>(object: &'a Value, request: &'a Value, params: &'a Value) -> Bindings<'a> {
+    Bindings {
         object,
         old_object: None,
         namespace_object: None,
-        request: &request,
-        params: &params,
-    };
+        request,
+        params,
+    }
+}
+
+/// Evaluates `source` against `object` with the default request and params.
+fn eval_on(object: &Value, source: &str) -> Result<Value, ExprError> {
+    let (request, params) = (request(), params());
     let expression = compile(source)?;
-    Scope::new(bindings).evaluate(&expression)
+    Scope::new(bindings(object, &request, &params)).evaluate(&expression)
 }
 
 fn eval(source: &str) -> Result<Value, ExprError> {
@@ -99,13 +103,7 @@ fn check_err(source: &str, needle: &str) {
 fn render(template: Value) -> Result<Value, ExprError> {
     let (object, request, params) = (pod(), request(), params());
     let template = Template::compile(&template, &declarations()).map_err(|e| e.error)?;
-    let bindings = Bindings {
-        object: &object,
-        old_object: None,
-        namespace_object: None,
-        request: &request,
-        params: &params,
-    };
+    let bindings = bindings(&object, &request, &params);
     let mut scope = Scope::new(bindings);
     scope.set_variable("key", json!("zone"));
     scope.set_variable("value", json!("a"));
@@ -210,13 +208,7 @@ fn strings_extension_is_available() {
 #[test]
 fn evaluate_bool_rejects_other_types() {
     let (object, request, params) = (pod(), request(), params());
-    let scope = Scope::new(Bindings {
-        object: &object,
-        old_object: None,
-        namespace_object: None,
-        request: &request,
-        params: &params,
-    });
+    let scope = Scope::new(bindings(&object, &request, &params));
     let truth = compile("request.operation == 'CREATE'").unwrap();
     assert_eq!(scope.evaluate_bool(&truth), Ok(true));
     let number = compile("1").unwrap();
@@ -230,13 +222,7 @@ fn evaluate_bool_rejects_other_types() {
 fn old_object_is_null_when_absent_and_variables_accumulate() {
     let (object, request, params) = (pod(), request(), params());
     let old = json!({"metadata": {"name": "old"}});
-    let mut scope = Scope::new(Bindings {
-        object: &object,
-        old_object: None,
-        namespace_object: None,
-        request: &request,
-        params: &params,
-    });
+    let mut scope = Scope::new(bindings(&object, &request, &params));
     let expr = |s: &str| compile(s).unwrap();
     assert_eq!(scope.evaluate(&expr("oldObject == null")), Ok(json!(true)));
     scope.set_variable("a", json!(2));
@@ -247,11 +233,8 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
         Ok(json!([2, 4]))
     );
     let with_old = Scope::new(Bindings {
-        object: &object,
         old_object: Some(&old),
-        namespace_object: None,
-        request: &request,
-        params: &params,
+        ..bindings(&object, &request, &params)
     });
     assert_eq!(
         with_old.evaluate(&expr("oldObject.metadata.name")),
@@ -329,13 +312,7 @@ fn example_typed_map_template() {
 #[test]
 fn example_scale_quantity() {
     let (object, request, params) = (pod(), request(), params());
-    let mut scope = Scope::new(Bindings {
-        object: &object,
-        old_object: None,
-        namespace_object: None,
-        request: &request,
-        params: &params,
-    });
+    let mut scope = Scope::new(bindings(&object, &request, &params));
     let expr =
         compile("scaleQuantity(object.status.capacity.cpu, variables.cpuRatio, 'm')").unwrap();
     scope.set_variable("cpuRatio", json!(1.5));
