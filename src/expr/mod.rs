@@ -20,6 +20,7 @@ mod catalog;
 pub mod check;
 mod convert;
 pub mod cost;
+mod fold;
 mod functions;
 pub mod limits;
 pub mod lint;
@@ -143,9 +144,11 @@ fn environment() -> Result<&'static Arc<Env>, ExprError> {
 /// A compiled CEL expression.
 pub struct Expression {
     source: String,
-    /// The program's expression with its comprehensions metered ([`cost::meter`]):
-    /// what is evaluated.
+    /// The program's expression with its parts that read only `params` folded
+    /// ([`fold`]) and its comprehensions metered ([`cost::meter`]): what is evaluated.
     metered: cel::IdedExpr,
+    /// The values of the folded parts.
+    folded: fold::Folded,
     needs: Needs,
     warnings: Vec<lint::ExprWarning>,
     env: Arc<Env>,
@@ -173,13 +176,22 @@ impl Expression {
             .map_err(|e| ExprError::Compile(e.to_string()))?;
         limits::check(program.expression()).map_err(ExprError::Compile)?;
         check::check(program.expression(), env, declarations).map_err(ExprError::Check)?;
+        let (folded_expression, folded) =
+            fold_params(program.expression(), declarations.params, env);
         Ok(Expression {
             source: source.to_string(),
             warnings: lint::check(program.expression()),
             needs: Needs::of(&program),
-            metered: cost::meter(program.expression()),
+            metered: cost::meter(&folded_expression),
+            folded,
             env: Arc::clone(env),
         })
+    }
+
+    /// How many parts of the expression were evaluated at load ([`fold`]).
+    #[cfg(test)]
+    pub(crate) fn folded_parts(&self) -> usize {
+        self.folded.count()
     }
 
     pub fn source(&self) -> &str {
@@ -280,8 +292,12 @@ impl<'a> Scope<'a> {
 
     pub fn evaluate(&self, expression: &Expression) -> Result<Value, ExprError> {
         self.vars.prepare(expression.needs)?;
+        let resolver = Resolver {
+            vars: &self.vars,
+            folded: &expression.folded,
+        };
         let mut context = Context::with_env(Arc::clone(&expression.env));
-        context.set_variable_resolver(&self.vars);
+        context.set_variable_resolver(&resolver);
         let (result, exhausted) = cost::with_budget(|| {
             cel::Value::resolve_val(&expression.metered, &context)
                 .map_err(|e| ExprError::Evaluate(e.to_string()))
@@ -335,7 +351,57 @@ impl<'a> Vars<'a> {
     }
 }
 
-impl VariableResolver for Vars<'_> {
+/// What one evaluation's names resolve to: the scope's variables, and the values of the
+/// expression's folded parts.
+struct Resolver<'s, 'a> {
+    vars: &'s Vars<'a>,
+    folded: &'s fold::Folded,
+}
+
+impl VariableResolver for Resolver<'_, '_> {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        match self.folded.get(variable) {
+            Some(value) => Some(CowVal::Borrowed(value)),
+            None => self.vars.resolve(variable),
+        }
+    }
+}
+
+/// `root` with its parts that read only `params` evaluated ([`fold`]), each in a scope
+/// that binds nothing else and metered as a review's evaluation is.
+fn fold_params(
+    root: &cel::IdedExpr,
+    params: &Value,
+    env: &Arc<Env>,
+) -> (cel::IdedExpr, fold::Folded) {
+    let nothing = Value::Null;
+    let scope = Scope::new(Bindings {
+        object: &nothing,
+        old_object: None,
+        namespace_object: None,
+        request: &nothing,
+        params,
+    });
+    let unfolded = fold::Folded::default();
+    let resolver = Resolver {
+        vars: &scope.vars,
+        folded: &unfolded,
+    };
+    let evaluate = |part: &cel::IdedExpr| {
+        let metered = cost::meter(part);
+        let mut context = Context::with_env(Arc::clone(env));
+        context.set_variable_resolver(&resolver);
+        let (value, exhausted) = cost::with_budget(|| {
+            cel::Value::resolve_val(&metered, &context)
+                .ok()
+                .and_then(|value| fold::own(value.as_ref()))
+        });
+        value.filter(|_| !exhausted)
+    };
+    fold::fold(root, &evaluate)
+}
+
+impl Vars<'_> {
     /// Besides the variables, answers a field path below a JSON binding,
     /// `object.metadata.labels`, which the interpreter asks for before selecting the
     /// fields one by one.

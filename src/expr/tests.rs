@@ -630,3 +630,90 @@ fn each_evaluation_gets_a_fresh_budget() {
         );
     }
 }
+
+// ---- parts that read only params, evaluated at load ----
+
+#[test]
+fn parts_reading_only_params_are_folded_and_give_the_same_results() {
+    let cases = [
+        (
+            "params.networks.map(n, {'name': n, 'namespace': params.networkNamespace})",
+            1,
+            json!([
+                {"name": "roce-a", "namespace": "net"},
+                {"name": "roce-b", "namespace": "net"}
+            ]),
+        ),
+        // Only the params part folds; the rest reads the object on every review.
+        (
+            "object.metadata.name + ':' + params.networks.map(n, n.upperAscii()).join(',')",
+            1,
+            json!("web-3:ROCE-A,ROCE-B"),
+        ),
+        // Literals compute too: the list and the map are built once.
+        (
+            "object.metadata.name in ['web-3', 'web-4'] && {'a': 1}.size() == 1",
+            2,
+            json!(true),
+        ),
+        // Types survive the fold: uint stays uint, double stays double, int keys stay int.
+        (
+            "type(params.networks.map(n, 1u)[0]) == uint",
+            1,
+            json!(true),
+        ),
+        ("type([2.0][0]) == double", 1, json!(true)),
+        ("{1: 'one'}[1] == 'one'", 1, json!(true)),
+        // Names and fields of params are read as cheaply as a folded value.
+        ("params.networkNamespace", 0, json!("net")),
+    ];
+    for (source, folded, expected) in cases {
+        let expression = compile(source).expect(source);
+        assert_eq!(expression.folded_parts(), folded, "{source}");
+        assert_eq!(eval(source), Ok(expected), "{source}");
+    }
+}
+
+#[test]
+fn a_comprehension_variable_named_params_hides_params_from_the_fold() {
+    let object = json!({"spec": {"items": [{"name": "a"}, {"name": "b"}]}});
+    let source = "object.spec.items.map(params, params.name + '!')";
+    assert_eq!(compile(source).expect(source).folded_parts(), 0);
+    assert_eq!(eval_on(&object, source), Ok(json!(["a!", "b!"])));
+}
+
+#[test]
+fn an_appended_item_stays_a_list_literal() {
+    // `map` appends `[item]` on each step; the item may fold, the list around it not.
+    let object = with_items(3);
+    let source = "object.spec.items.map(i, params.networks.size())";
+    assert_eq!(compile(source).expect(source).folded_parts(), 1);
+    assert_eq!(eval_on(&object, source), Ok(json!([2, 2, 2])));
+    let source = "object.spec.items.map(i, 'x')";
+    assert_eq!(compile(source).expect(source).folded_parts(), 0);
+    assert_eq!(eval_on(&object, source), Ok(json!(["x", "x", "x"])));
+}
+
+#[test]
+fn a_part_that_fails_at_load_is_left_to_fail_at_review() {
+    // The error is the review's, as without the fold.
+    let source = "object.metadata.name == 'web-3' || params.ratios.cpu / 0 == 1";
+    assert_eq!(compile(source).expect(source).folded_parts(), 0);
+    assert_eq!(eval(source), Ok(json!(true)));
+    check_err("params.ratios.cpu / 0 == 1", "Division by zero");
+    // Over budget at load (400 x 400 iterations): left in place, and over budget at each
+    // review. Its parts fold (the outer list, and the inner map, which alone is within
+    // budget), and the review still pays for the 400 lists of 400 it builds.
+    let items = (0..400)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let source = format!("[{items}].map(a, [{items}].map(b, b))");
+    let source = source.as_str();
+    let expression = compile(source).expect(source);
+    assert_eq!(expression.folded_parts(), 2);
+    assert_eq!(
+        eval(source),
+        Err(ExprError::Evaluate(super::cost::exhausted_message()))
+    );
+}

@@ -81,10 +81,16 @@ fn with_conversion(
         object: convert::json_to_owned_val(object).map_err(|e| e.to_string())?,
         params: convert::json_to_owned_val(params).map_err(|e| e.to_string())?,
     };
+    // The expression as written: nothing folded, every part evaluated here.
+    let program = expression
+        .env
+        .compile(expression.source())
+        .map_err(|e| e.to_string())?;
+    let unfolded = cost::meter(program.expression());
     let mut context = Context::with_env(Arc::clone(&expression.env));
     context.set_variable_resolver(&converted);
     let (result, exhausted) = cost::with_budget(|| {
-        cel::Value::resolve_val(&expression.metered, &context)
+        cel::Value::resolve_val(&unfolded, &context)
             .map_err(|e| e.to_string())
             .and_then(|value| convert::val_to_json(value.as_ref()).map_err(|e| e.to_string()))
     });
@@ -280,5 +286,21 @@ fn functions_and_operators_that_take_whole_values() {
         "object.spec.containers.map(c, c.name).sum()",
         "object.metadata.finalizers.indexOf('y')",
         "object.spec.nested.max()",
+    ]);
+}
+
+#[test]
+fn parts_reading_only_params_fold_to_what_they_compute() {
+    same(&[
+        "params.names.map(n, n + '-x')",
+        "params.names.filter(n, n != 'app').size()",
+        "object.metadata.name + params.names.map(n, n.upperAscii()).join(',')",
+        "params.labels.filter(k, params.labels[k] == 'web')",
+        "{'n': params.n, 'u': 3u, 'd': 2.5, 'z': null, 't': true}",
+        "type(params.names.map(n, 1u)[0])",
+        "[1, 2][5]",
+        "params.names.map(n, object.metadata.labels[n])",
+        "object.spec.containers.map(c, params.labels.size())",
+        "params.labels.all(k, k in object.metadata.labels)",
     ]);
 }

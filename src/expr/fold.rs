@@ -1,0 +1,235 @@
+//! Parts of an expression that read nothing but `params` and literals are evaluated once,
+//! when the policy loads. `params.networks.map(n, {'name': n, ...})` builds the same list
+//! on every review otherwise: in the Multus example that comprehension was half of what
+//! the policy's expression cost.
+//!
+//! Each such part, as large as it can be, is replaced by a name CEL source cannot spell,
+//! which the evaluation's resolver answers with the value ([`Folded::get`]). A part is
+//! left as it is when its evaluation fails or its value is of a type this module does
+//! not copy (an optional, a view into `params`, a timestamp...): it then runs on every
+//! review as before, with the same result or error. A folded part no longer spends the
+//! review's cost budget; it spent its own at load.
+
+use cel::IdedExpr;
+use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, operators};
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt, Kind,
+};
+use cel::common::value::Val;
+
+/// The values of an expression's folded parts, in the order their names number them.
+#[derive(Debug, Default)]
+pub struct Folded {
+    values: Vec<Box<dyn Val + 'static>>,
+}
+
+/// Where the names of folded parts start; `@` cannot begin a name in CEL source.
+const PREFIX: &str = "@graft_folded_";
+
+impl Folded {
+    /// The value a folded part's name stands for; `None` for every other name.
+    pub fn get(&self, name: &str) -> Option<&(dyn Val + 'static)> {
+        let index: usize = name.strip_prefix(PREFIX)?.parse().ok()?;
+        self.values.get(index).map(|value| value.as_ref())
+    }
+
+    #[cfg(test)]
+    pub fn count(&self) -> usize {
+        self.values.len()
+    }
+}
+
+/// `root` with its parts that read only `params` replaced by names for their values.
+/// `evaluate` runs one part at load (metered as a review's evaluation is) and returns its
+/// value, or `None` when the part is to be left in place.
+pub fn fold(
+    root: &IdedExpr,
+    evaluate: &dyn Fn(&IdedExpr) -> Option<Box<dyn Val + 'static>>,
+) -> (IdedExpr, Folded) {
+    let mut folded = Folded::default();
+    let mut node = root.clone();
+    let mut folder = Folder {
+        evaluate,
+        folded: &mut folded,
+        shadowed: Vec::new(),
+    };
+    folder.visit(&mut node);
+    (node, folded)
+}
+
+struct Folder<'f> {
+    evaluate: &'f dyn Fn(&IdedExpr) -> Option<Box<dyn Val + 'static>>,
+    folded: &'f mut Folded,
+    /// The names bound by the comprehensions around the node being visited.
+    shadowed: Vec<String>,
+}
+
+impl Folder<'_> {
+    fn visit(&mut self, node: &mut IdedExpr) {
+        if worth_folding(&node.expr)
+            && !self.shadowed.iter().any(|name| name == "params")
+            && reads_only_params(node, &mut Vec::new())
+            && let Some(value) = (self.evaluate)(node)
+        {
+            let name = format!("{PREFIX}{}", self.folded.values.len());
+            self.folded.values.push(value);
+            node.expr = Expr::Ident(name);
+            return;
+        }
+        match &mut node.expr {
+            Expr::Call(call) => {
+                // `accumulator + [item]` is the shape the interpreter appends in place:
+                // the list itself must stay a list literal.
+                let appends = call.func_name == operators::ADD
+                    && call.target.is_none()
+                    && matches!(call.args.first().map(|lhs| &lhs.expr),
+                        Some(Expr::Ident(name)) if self.shadowed.contains(name));
+                if let Some(target) = &mut call.target {
+                    self.visit(target);
+                }
+                for (position, arg) in call.args.iter_mut().enumerate() {
+                    match &mut arg.expr {
+                        Expr::List(list) if appends && position == 1 => {
+                            list.elements.iter_mut().for_each(|item| self.visit(item));
+                        }
+                        _ => self.visit(arg),
+                    }
+                }
+            }
+            Expr::Comprehension(comprehension) => {
+                self.visit(&mut comprehension.iter_range);
+                let bound = [
+                    Some(comprehension.iter_var.clone()),
+                    comprehension.iter_var2.clone(),
+                    Some(comprehension.accu_var.clone()),
+                ];
+                let depth = self.shadowed.len();
+                self.shadowed.extend(bound.into_iter().flatten());
+                for inner in [
+                    &mut comprehension.accu_init,
+                    &mut comprehension.loop_cond,
+                    &mut comprehension.loop_step,
+                    &mut comprehension.result,
+                ] {
+                    self.visit(inner);
+                }
+                self.shadowed.truncate(depth);
+            }
+            Expr::List(list) => list.elements.iter_mut().for_each(|item| self.visit(item)),
+            Expr::Map(map) => self.visit_entries(&mut map.entries),
+            Expr::Struct(s) => self.visit_entries(&mut s.entries),
+            Expr::Select(select) => self.visit(&mut select.operand),
+            Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+        }
+    }
+
+    fn visit_entries(&mut self, entries: &mut [IdedEntryExpr]) {
+        for entry in entries {
+            match &mut entry.expr {
+                EntryExpr::StructField(field) => self.visit(&mut field.value),
+                EntryExpr::MapEntry(entry) => {
+                    self.visit(&mut entry.key);
+                    self.visit(&mut entry.value);
+                }
+            }
+        }
+    }
+}
+
+/// Parts that compute something. A name, a field of `params`, a scalar literal or an
+/// empty list or map (a comprehension's start) is read as cheaply as a folded value.
+fn worth_folding(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call(_) | Expr::Comprehension(_) => true,
+        Expr::List(list) => !list.elements.is_empty(),
+        Expr::Map(map) => !map.entries.is_empty(),
+        _ => false,
+    }
+}
+
+/// Whether every name `node` refers to is `params` or bound inside `node` (`bound`:
+/// the names bound by the comprehensions of `node` around the current one).
+fn reads_only_params(node: &IdedExpr, bound: &mut Vec<String>) -> bool {
+    match &node.expr {
+        Expr::Ident(name) => bound.contains(name) || (name == "params"),
+        Expr::Literal(_) => true,
+        Expr::Select(select) => reads_only_params(&select.operand, bound),
+        Expr::Call(call) => {
+            call.target
+                .as_deref()
+                .is_none_or(|target| reads_only_params(target, bound))
+                && call.args.iter().all(|arg| reads_only_params(arg, bound))
+        }
+        Expr::List(list) => list
+            .elements
+            .iter()
+            .all(|item| reads_only_params(item, bound)),
+        Expr::Map(map) => map.entries.iter().all(|entry| match &entry.expr {
+            EntryExpr::MapEntry(entry) => {
+                reads_only_params(&entry.key, bound) && reads_only_params(&entry.value, bound)
+            }
+            EntryExpr::StructField(_) => false,
+        }),
+        Expr::Comprehension(comprehension) => {
+            if !reads_only_params(&comprehension.iter_range, bound) {
+                return false;
+            }
+            let depth = bound.len();
+            bound.push(comprehension.iter_var.clone());
+            bound.extend(comprehension.iter_var2.clone());
+            bound.push(comprehension.accu_var.clone());
+            let inner = [
+                &comprehension.accu_init,
+                &comprehension.loop_cond,
+                &comprehension.loop_step,
+                &comprehension.result,
+            ]
+            .into_iter()
+            .all(|inner| reads_only_params(inner, bound));
+            bound.truncate(depth);
+            inner
+        }
+        Expr::Struct(_) | Expr::Unspecified => false,
+    }
+}
+
+/// A copy of `value` that owns everything, of the same CEL type: null, bool, int, uint,
+/// double, string, and lists and maps of those. `None` for anything else.
+pub fn own(value: &dyn Val) -> Option<Box<dyn Val + 'static>> {
+    Some(match value.get_type().kind() {
+        Kind::NullType => Box::new(CelNull),
+        Kind::Boolean => Box::new(CelBool::from(*value.downcast_ref::<CelBool>()?.inner())),
+        Kind::Int => Box::new(CelInt::from(*value.downcast_ref::<CelInt>()?.inner())),
+        Kind::UInt => Box::new(CelUInt::from(*value.downcast_ref::<CelUInt>()?.inner())),
+        Kind::Double => Box::new(CelDouble::from(*value.downcast_ref::<CelDouble>()?.inner())),
+        Kind::String => Box::new(CelString::from(
+            value.downcast_ref::<CelString>()?.inner().to_owned(),
+        )),
+        Kind::List => Box::new(CelList::from(
+            value
+                .downcast_ref::<CelList>()?
+                .inner()
+                .iter()
+                .map(|item| own(item.as_ref()))
+                .collect::<Option<Vec<_>>>()?,
+        )),
+        Kind::Map => Box::new(CelMap::from(
+            value
+                .downcast_ref::<CelMap>()?
+                .inner()
+                .iter()
+                .map(|(key, item)| Some((own_key(key), own(item.as_ref())?)))
+                .collect::<Option<std::collections::HashMap<_, _>>>()?,
+        )),
+        _ => return None,
+    })
+}
+
+fn own_key(key: &CelMapKey<'_>) -> CelMapKey<'static> {
+    match key {
+        CelMapKey::Bool(b) => CelMapKey::Bool(*b),
+        CelMapKey::Int(i) => CelMapKey::Int(*i),
+        CelMapKey::UInt(u) => CelMapKey::UInt(*u),
+        CelMapKey::String(s) => CelMapKey::String(CelString::from(s.inner().to_owned())),
+    }
+}
