@@ -1,9 +1,10 @@
-//! The one parse of an AdmissionReview: the request's fields first, with `object` and
+//! The parse of an AdmissionReview: the request's fields first, with `object` and
 //! `oldObject` kept as raw JSON (checked, not built); then the objects as the caller
-//! says. The server's path ([`parse_lean`]) builds only what the candidate policies can
-//! see: nothing when no policy is a candidate, `oldObject` only when an expression reads
-//! it (or when it is what policies see, at DELETE), and the object without
-//! `metadata.managedFields` unless a policy can see that
+//! says. The server's path ([`parse_lean`]) first tries [`super::one_pass`], the same
+//! in one pass over a body in the apiserver's field order. It builds only what the
+//! candidate policies can see: nothing when no policy is a candidate, `oldObject` only
+//! when an expression reads it (or when it is what policies see, at DELETE), and the
+//! object without `metadata.managedFields` unless a policy can see that
 //! ([`crate::policy::PolicySet::candidate_reads`]). [`parse`] builds both whole, for the
 //! commands that show the objects.
 //!
@@ -18,7 +19,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
 use super::{
-    AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, resolve,
+    AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, one_pass,
+    resolve,
 };
 use crate::namespaces::{NamespaceData, NamespaceSource};
 use crate::policy::{PolicySet, Reads};
@@ -57,7 +59,15 @@ pub fn parse_lean(
     policies: &PolicySet,
     namespaces: &dyn NamespaceSource,
 ) -> Result<(Review, NamespaceData), BadReview> {
-    parse_with(body, |raw| {
+    let text = std::str::from_utf8(body)?;
+    let mut decide = |request: &AdmissionRequest| {
+        let reads = candidate_reads(request, policies);
+        (reads, resolve(request, reads, namespaces))
+    };
+    if let Some(parsed) = one_pass::parse(text, &mut decide) {
+        return Ok(parsed);
+    }
+    parse_with(text, |raw| {
         let reads = candidate_reads(raw, policies);
         (reads, resolve(raw, reads, namespaces))
     })
@@ -71,15 +81,16 @@ pub fn parse(body: &[u8]) -> Result<Review, BadReview> {
         old_object: true,
         namespace: false,
     };
-    Ok(parse_with(body, |_| (Some(everything), NamespaceData::NotLookedUp))?.0)
+    let text = std::str::from_utf8(body)?;
+    Ok(parse_with(text, |_| (Some(everything), NamespaceData::NotLookedUp))?.0)
 }
 
-/// The one parse: the envelope, then the objects as `what` says (`None`: neither).
+/// The two-pass parse: the envelope, then the objects as `what` says (`None`: neither).
 fn parse_with(
-    body: &[u8],
+    text: &str,
     what: impl FnOnce(&AdmissionRequest<&RawValue>) -> (Option<Reads>, NamespaceData),
 ) -> Result<(Review, NamespaceData), BadReview> {
-    let incoming: IncomingRaw<'_> = serde_json::from_str(std::str::from_utf8(body)?)?;
+    let incoming: IncomingRaw<'_> = serde_json::from_str(text)?;
     let raw = checked(&incoming.api_version, incoming.kind, incoming.request)?;
     if raw.uid.is_empty() {
         return Err(BadReview::MissingUid);
@@ -158,7 +169,7 @@ fn check(json: &str) -> Result<(), serde_json::Error> {
 /// A value read and dropped, through `deserialize_any` so that the parser's recursion
 /// limit and number parsing apply (serde's `IgnoredAny` skips iteratively and unchecked).
 #[derive(Clone, Copy)]
-struct Checked;
+pub(super) struct Checked;
 
 impl<'de> DeserializeSeed<'de> for Checked {
     type Value = ();
@@ -214,7 +225,7 @@ impl<'de> Visitor<'de> for Checked {
 
 /// Where the parse is: at the object, in its `metadata`, or anywhere else (a `Value`).
 #[derive(Clone, Copy)]
-enum Level {
+pub(super) enum Level {
     Root,
     Metadata,
 }

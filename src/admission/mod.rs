@@ -15,6 +15,7 @@ use crate::policy::compiled::Operation;
 use crate::policy::{PolicySet, Reads};
 
 mod lean;
+mod one_pass;
 
 pub use lean::{parse, parse_lean, review_lean};
 // The request itself is a Kubernetes type the engine reads; it lives in `k8s`, so the
