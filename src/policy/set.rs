@@ -19,6 +19,76 @@ pub struct Reads {
 /// Candidate lists for one (resource, subresource), one per operation.
 type ByOperation = [Vec<u32>; 4];
 
+/// The candidates of one (resource, subresource, operation), split by the namespaces
+/// they name: a request only walks the policies that can match its namespace.
+#[derive(Debug, Default)]
+struct Listed {
+    /// The policies for any namespace (no plain names), positions ascending.
+    anywhere: Vec<u32>,
+    /// The policies whose `match.namespaces` are plain names, by name, ascending.
+    by_namespace: HashMap<String, Vec<u32>>,
+}
+
+impl Listed {
+    fn split(positions: &[u32], namespaces: &[Option<Box<[String]>>]) -> Listed {
+        let mut listed = Listed::default();
+        for &position in positions {
+            match namespaces.get(position as usize) {
+                Some(Some(names)) => {
+                    for name in names.iter() {
+                        let list = listed.by_namespace.entry(name.clone()).or_default();
+                        if list.last() != Some(&position) {
+                            list.push(position);
+                        }
+                    }
+                }
+                _ => listed.anywhere.push(position),
+            }
+        }
+        listed
+    }
+
+    /// The positions of the candidates in `namespace`, in evaluation order.
+    fn positions(&self, namespace: &str) -> Merged<'_> {
+        let named = if self.by_namespace.is_empty() {
+            &[][..]
+        } else {
+            self.by_namespace
+                .get(namespace)
+                .map_or(&[][..], Vec::as_slice)
+        };
+        Merged {
+            anywhere: &self.anywhere,
+            named,
+        }
+    }
+}
+
+fn split(lists: &ByOperation, namespaces: &[Option<Box<[String]>>]) -> [Listed; 4] {
+    lists.each_ref().map(|list| Listed::split(list, namespaces))
+}
+
+/// Two ascending lists of positions, merged.
+struct Merged<'s> {
+    anywhere: &'s [u32],
+    named: &'s [u32],
+}
+
+impl Iterator for Merged<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        let side = match (self.anywhere.first(), self.named.first()) {
+            (Some(a), Some(n)) if n < a => &mut self.named,
+            (Some(_), _) => &mut self.anywhere,
+            (None, _) => &mut self.named,
+        };
+        let (&first, rest) = side.split_first()?;
+        *side = rest;
+        Some(first)
+    }
+}
+
 /// Every policy in evaluation order, plus an index on (resource, subresource, operation)
 /// and the namespaces a policy names, so a request only looks at the policies that can
 /// match it.
@@ -27,14 +97,11 @@ pub struct PolicySet {
     policies: Vec<Arc<CompiledPolicy>>,
     /// Per policy, what of a review it can see beyond the object's usual fields.
     reads: Vec<Reads>,
-    /// Per policy, the namespaces its `match.namespaces` names when they are all plain
-    /// names (no `*`); `None` when it matches any namespace or uses a pattern. Most of
-    /// a large set names the namespaces of its team: the index skips them for others.
-    namespaces: Vec<Option<Box<[String]>>>,
-    /// resource -> subresource ("" for none) -> operation -> policy positions, ascending.
-    index: HashMap<String, HashMap<String, ByOperation>>,
+    /// resource -> subresource ("" for none) -> operation -> candidates. Most of a large
+    /// set names the namespaces of its team: the lists keep those apart by namespace.
+    index: HashMap<String, HashMap<String, [Listed; 4]>>,
     /// Policies whose rules use a wildcard resource or subresource, per operation.
-    wildcard: ByOperation,
+    wildcard: [Listed; 4],
     /// Whether any policy needs namespace data, computed at load.
     needs_namespaces: bool,
     revision: String,
@@ -113,7 +180,9 @@ impl PolicySet {
             })
             .collect::<Vec<Reads>>();
         let needs_namespaces = reads.iter().any(|reads| reads.namespace);
-        let namespaces = policies
+        // Per policy, the namespaces its `match.namespaces` names when they are all plain
+        // names (no `*`); `None` when it matches any namespace or uses a pattern.
+        let namespaces: Vec<Option<Box<[String]>>> = policies
             .iter()
             .map(|policy| {
                 let patterns = &policy.matcher.namespaces;
@@ -121,12 +190,21 @@ impl PolicySet {
                 plain.then(|| patterns.iter().map(|p| p.0.clone()).collect())
             })
             .collect();
+        let index = index
+            .into_iter()
+            .map(|(resource, by_sub)| {
+                let by_sub = by_sub
+                    .into_iter()
+                    .map(|(sub, lists)| (sub, split(&lists, &namespaces)))
+                    .collect();
+                (resource, by_sub)
+            })
+            .collect();
         PolicySet {
             policies,
             reads,
-            namespaces,
             index,
-            wildcard,
+            wildcard: split(&wildcard, &namespaces),
             needs_namespaces,
             revision,
         }
@@ -198,19 +276,13 @@ impl PolicySet {
         operation: Operation,
         namespace: &'s str,
     ) -> impl Iterator<Item = u32> + 's {
-        let listed = self
-            .index
+        self.index
             .get(resource)
             .and_then(|by_sub| by_sub.get(subresource))
             .map_or(&self.wildcard[slot(operation)], |lists| {
                 &lists[slot(operation)]
-            });
-        listed.iter().copied().filter(move |&position| {
-            match self.namespaces.get(position as usize) {
-                Some(Some(names)) => names.iter().any(|name| name == namespace),
-                _ => true,
-            }
-        })
+            })
+            .positions(namespace)
     }
 }
 
@@ -230,6 +302,34 @@ mod tests {
         set.candidates("pods", "", Operation::Create, namespace)
             .map(|policy| policy.name.as_str())
             .collect()
+    }
+
+    /// The policies for any namespace and those naming the request's come out merged, in
+    /// evaluation order, however they interleave.
+    #[test]
+    fn candidates_keep_the_evaluation_order_across_named_and_any_namespace() {
+        let text = [
+            policy("a-any", "[]"),
+            policy("b-named", "[ns, other]"),
+            policy("c-glob", "['n*']"),
+            policy("d-named", "[ns]"),
+            policy("e-other", "[other]"),
+            policy("f-any", "[]"),
+        ]
+        .join("---\n");
+        let set = crate::policy::load_str(Path::new("p.yaml"), &text)
+            .unwrap()
+            .set;
+        assert_eq!(
+            names(&set, "ns"),
+            ["a-any", "b-named", "c-glob", "d-named", "f-any"]
+        );
+        // A pattern is left to the match: its policy is a candidate in every namespace.
+        assert_eq!(
+            names(&set, "other"),
+            ["a-any", "b-named", "c-glob", "e-other", "f-any"]
+        );
+        assert_eq!(names(&set, ""), ["a-any", "c-glob", "f-any"]);
     }
 
     /// A policy naming plain namespaces is a candidate only in them; one with a pattern
