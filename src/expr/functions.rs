@@ -275,7 +275,7 @@ fn multus_networks<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     };
     let text = multus::merge(
         string_arg(NAME, existing)?,
-        &desired,
+        desired,
         string_arg(NAME, namespace)?,
     )
     .map_err(|e| fail(NAME, e))?;

@@ -89,12 +89,12 @@ pub fn parse_resolved(value: &str, pod_namespace: &str) -> Result<Vec<Network>, 
 /// When nothing is added to a JSON value, `existing` is returned unchanged.
 pub fn merge(
     existing: &str,
-    desired: &[Value],
+    desired: Vec<Value>,
     pod_namespace: &str,
 ) -> Result<String, MultusError> {
     let Networks { form, mut entries } = parse(existing)?;
     let normalized = desired
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(index, network)| normalize_desired(index, network))
         .collect::<Result<Vec<Network>, MultusError>>()?;
@@ -195,29 +195,40 @@ fn parse_short(index: usize, item: &str) -> Result<Network, MultusError> {
 /// A desired network as it will be written: keys `name`, `namespace`,
 /// `interface` first, the rest sorted, so output never depends on how the
 /// policy built the map.
-fn normalize_desired(index: usize, network: &Value) -> Result<Network, MultusError> {
+fn normalize_desired(index: usize, network: Value) -> Result<Network, MultusError> {
     let invalid = |reason: String| MultusError::Desired { index, reason };
     let Value::Object(fields) = network else {
         return Err(invalid(format!(
             "expected a map with a 'name', got {network}"
         )));
     };
-    check_entry(fields).map_err(invalid)?;
-    let mut entry = Map::new();
-    for key in ["name", "namespace", "interface"] {
-        if let Some(value) = field(fields, key) {
-            entry.insert(key.to_string(), value.clone());
-        }
+    check_entry(&fields).map_err(invalid)?;
+    // A map from CEL comes with its keys sorted, which for `name` and `namespace` alone
+    // is already the order entries are written in.
+    if in_written_order(&fields) {
+        return Ok(fields);
     }
-    let mut rest: Vec<(&String, &Value)> = fields
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "name" | "namespace" | "interface"))
-        .collect();
-    rest.sort_by(|a, b| a.0.cmp(b.0));
-    for (key, value) in rest {
-        entry.insert(key.clone(), value.clone());
+    let mut rest: Vec<(String, Value)> = fields.into_iter().collect();
+    rest.sort_by_key(|(key, _)| (written_rank(key), key.clone()));
+    Ok(rest.into_iter().collect())
+}
+
+/// Where a key goes in a written entry: `name`, `namespace`, `interface`, then the rest
+/// by name.
+fn written_rank(key: &str) -> u8 {
+    match key {
+        "name" => 0,
+        "namespace" => 1,
+        "interface" => 2,
+        _ => 3,
     }
-    Ok(entry)
+}
+
+fn in_written_order(fields: &Network) -> bool {
+    fields.keys().zip(fields.keys().skip(1)).all(|(a, b)| {
+        let (rank_a, rank_b) = (written_rank(a), written_rank(b));
+        rank_a < rank_b || (rank_a == rank_b && a < b)
+    })
 }
 
 /// An entry needs a non-empty string name, and a string namespace if any:
@@ -261,7 +272,7 @@ mod tests {
 
     fn merged(existing: &str, desired: Value, ns: &str) -> String {
         let desired = desired.as_array().cloned().unwrap_or_default();
-        merge(existing, &desired, ns).unwrap_or_else(|e| panic!("{existing}: {e}"))
+        merge(existing, desired, ns).unwrap_or_else(|e| panic!("{existing}: {e}"))
     }
 
     #[test]
@@ -280,6 +291,19 @@ mod tests {
         assert_eq!(
             merged("", desired, "ns"),
             r#"[{"name":"x","namespace":"n","interface":"net1","a":true,"z":1}]"#
+        );
+    }
+
+    #[test]
+    fn desired_entries_already_in_order_are_written_as_they_are() {
+        let desired = json!([
+            {"name": "x", "namespace": "n", "interface": "i", "a": 1, "b": 2},
+            {"name": "y", "interface": "i", "namespace": "n"},
+            {"name": "z", "b": 1, "a": 2},
+        ]);
+        assert_eq!(
+            merged("", desired, "ns"),
+            r#"[{"name":"x","namespace":"n","interface":"i","a":1,"b":2},{"name":"y","namespace":"n","interface":"i"},{"name":"z","a":2,"b":1}]"#
         );
     }
 
@@ -380,7 +404,9 @@ mod tests {
             "a b",
             r#"[{"name":"a","namespace":1}]"#,
         ] {
-            let err = merge(existing, &[], "ns").expect_err(existing).to_string();
+            let err = merge(existing, Vec::new(), "ns")
+                .expect_err(existing)
+                .to_string();
             assert!(err.contains(NETWORKS_ANNOTATION), "{existing}: {err}");
         }
     }
@@ -393,7 +419,7 @@ mod tests {
             json!([{"name": ""}]),
         ] {
             let desired = desired.as_array().cloned().unwrap_or_default();
-            let err = merge("", &desired, "ns").unwrap_err();
+            let err = merge("", desired, "ns").unwrap_err();
             assert!(
                 matches!(err, MultusError::Desired { index: 0, .. }),
                 "{err}"
