@@ -664,6 +664,23 @@ fn parts_reading_only_params_are_folded_and_give_the_same_results() {
         ),
         ("type([2.0][0]) == double", 1, json!(true)),
         ("{1: 'one'}[1] == 'one'", 1, json!(true)),
+        // Fields of a folded map, presence tests on it and indexing into a folded list.
+        (
+            "{'a': {'b': 2}}.a.b == object.spec.containers.size() + 1",
+            1,
+            json!(true),
+        ),
+        (
+            "has({'a': 1}.a) && object.metadata.name != ''",
+            1,
+            json!(true),
+        ),
+        (
+            "has({'a': 1}.z) || object.metadata.name == ''",
+            1,
+            json!(false),
+        ),
+        ("[1, 2, 3][1] + object.metadata.name.size()", 1, json!(7)),
         // Names and fields of params are read as cheaply as a folded value.
         ("params.networkNamespace", 0, json!("net")),
     ];
