@@ -555,3 +555,25 @@ fn misspelt_cel_names_are_errors_with_the_name_meant() {
         p.yaml:26: policy typos: spec.mutations[2].when: request has no field namespce (hint: did you mean request.namespace?)";
     check(&[("p.yaml", &policy("typos", spec))], expected);
 }
+
+#[test]
+fn a_part_reading_only_params_that_fails_at_load_is_warned() {
+    let spec = format!(
+        "  params:\n    quantity: 12 cores\n{MATCH_PODS}  mutations:\n    - set:\n        path: $.metadata.labels.cpu\n        value: \"{{{{ string(quantityValue(params.quantity)) + object.metadata.name }}}}\"\n"
+    );
+    let (code, stdout) = lint(&[("p.yaml", &policy("p", &spec))]);
+    assert_eq!(code, 0, "a warning alone does not fail lint: {stdout}");
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(
+            "p.yaml:13: warning: policy p: spec.mutations[0].set.value: a part of this \
+             expression that reads only params and literals fails: "
+        ) && first.contains("quantityValue")
+            && first.ends_with(
+                "every review that reaches it fails the same way (hint: check the params it \
+                 reads and the values it computes from them)"
+            ),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("warning:").count(), 1, "{stdout}");
+}

@@ -9,6 +9,10 @@
 //! not copy (an optional, a view into `params`, a timestamp...): it then runs on every
 //! review as before, with the same result or error. A folded part no longer spends the
 //! review's cost budget; it spent its own at load.
+//!
+//! A part that fails at load fails on every review that reaches it, the same way: the
+//! outermost such part of an expression is reported ([`Folded::failures`]), and
+//! `graft lint` warns about it.
 
 use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, operators};
@@ -21,6 +25,17 @@ use cel::common::value::Val;
 #[derive(Debug, Default)]
 pub struct Folded {
     values: Vec<Box<dyn Val + 'static>>,
+    /// Why each outermost part that failed at load failed.
+    failures: Vec<String>,
+}
+
+/// Why a part was not folded.
+pub enum Unfolded {
+    /// Its evaluation failed (or ran over its budget): so will every review's that
+    /// reaches it.
+    Failed(String),
+    /// Its value is not one this module copies.
+    Kept,
 }
 
 /// Where the names of folded parts start; `@` cannot begin a name in CEL source.
@@ -37,31 +52,38 @@ impl Folded {
     pub fn count(&self) -> usize {
         self.values.len()
     }
+
+    pub fn failures(&self) -> &[String] {
+        &self.failures
+    }
 }
 
+/// What runs one part at load (metered as a review's evaluation is): its value, or why
+/// it stays in place.
+pub type Evaluate<'e> = &'e dyn Fn(&IdedExpr) -> Result<Box<dyn Val + 'static>, Unfolded>;
+
 /// `root` with its parts that read only `params` replaced by names for their values.
-/// `evaluate` runs one part at load (metered as a review's evaluation is) and returns its
-/// value, or `None` when the part is to be left in place.
-pub fn fold(
-    root: &IdedExpr,
-    evaluate: &dyn Fn(&IdedExpr) -> Option<Box<dyn Val + 'static>>,
-) -> (IdedExpr, Folded) {
+pub fn fold(root: &IdedExpr, evaluate: Evaluate<'_>) -> (IdedExpr, Folded) {
     let mut folded = Folded::default();
     let mut node = root.clone();
     let mut folder = Folder {
         evaluate,
         folded: &mut folded,
         shadowed: Vec::new(),
+        inside_failure: false,
     };
     folder.visit(&mut node);
     (node, folded)
 }
 
 struct Folder<'f> {
-    evaluate: &'f dyn Fn(&IdedExpr) -> Option<Box<dyn Val + 'static>>,
+    evaluate: Evaluate<'f>,
     folded: &'f mut Folded,
     /// The names bound by the comprehensions around the node being visited.
     shadowed: Vec<String>,
+    /// Whether a part around the node being visited failed: its parts' failures are
+    /// the same failure, and not reported again.
+    inside_failure: bool,
 }
 
 impl Folder<'_> {
@@ -69,13 +91,28 @@ impl Folder<'_> {
         if worth_folding(&node.expr)
             && !self.shadowed.iter().any(|name| name == "params")
             && reads_only_params(node, &mut Vec::new())
-            && let Some(value) = (self.evaluate)(node)
         {
-            let name = format!("{PREFIX}{}", self.folded.values.len());
-            self.folded.values.push(value);
-            node.expr = Expr::Ident(name);
-            return;
+            match (self.evaluate)(node) {
+                Ok(value) => {
+                    let name = format!("{PREFIX}{}", self.folded.values.len());
+                    self.folded.values.push(value);
+                    node.expr = Expr::Ident(name);
+                    return;
+                }
+                Err(Unfolded::Failed(reason)) if !self.inside_failure => {
+                    self.folded.failures.push(reason);
+                    self.inside_failure = true;
+                    self.visit_children(node);
+                    self.inside_failure = false;
+                    return;
+                }
+                Err(_) => {}
+            }
         }
+        self.visit_children(node);
+    }
+
+    fn visit_children(&mut self, node: &mut IdedExpr) {
         match &mut node.expr {
             Expr::Call(call) => {
                 // `accumulator + [item]` is the shape the interpreter appends in place:

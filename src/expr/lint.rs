@@ -4,6 +4,8 @@
 //! - `has(a.b.c)` tests only its last field: when `a.b` is absent, CEL fails with "no
 //!   such key" instead of answering false, and under `failurePolicy: Fail` that denies
 //!   the request. The optional form (`a.?b.?c.hasValue()`) answers false.
+//! - A part that reads only `params` and literals and fails when the policy loads fails
+//!   on every review that reaches it ([`fails_at_load`]).
 
 use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr};
@@ -74,6 +76,18 @@ fn has_warning(chain: &[&str], field: &str) -> ExprWarning {
              last field); under failurePolicy Fail that denies the request"
         ),
         hint: format!("write {suggestion}, which is false when any part is absent"),
+    }
+}
+
+/// A part of the expression that reads only `params` and literals failed when the
+/// policy loaded ([`super::fold`]): every review that reaches it fails the same way.
+pub fn fails_at_load(reason: &str) -> ExprWarning {
+    ExprWarning {
+        message: format!(
+            "a part of this expression that reads only params and literals fails: {reason}; \
+             every review that reaches it fails the same way"
+        ),
+        hint: "check the params it reads and the values it computes from them".to_string(),
     }
 }
 

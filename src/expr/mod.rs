@@ -178,9 +178,16 @@ impl Expression {
         check::check(program.expression(), env, declarations).map_err(ExprError::Check)?;
         let (folded_expression, folded) =
             fold_params(program.expression(), declarations.params, env);
+        let mut warnings = lint::check(program.expression());
+        warnings.extend(
+            folded
+                .failures()
+                .iter()
+                .map(|reason| lint::fails_at_load(reason)),
+        );
         Ok(Expression {
             source: source.to_string(),
-            warnings: lint::check(program.expression()),
+            warnings,
             needs: Needs::of(&program),
             metered: cost::meter(&folded_expression),
             folded,
@@ -391,12 +398,15 @@ fn fold_params(
         let metered = cost::meter(part);
         let mut context = Context::with_env(Arc::clone(env));
         context.set_variable_resolver(&resolver);
-        let (value, exhausted) = cost::with_budget(|| {
-            cel::Value::resolve_val(&metered, &context)
-                .ok()
-                .and_then(|value| fold::own(value.as_ref()))
-        });
-        value.filter(|_| !exhausted)
+        let (value, exhausted) =
+            cost::with_budget(|| match cel::Value::resolve_val(&metered, &context) {
+                Ok(value) => fold::own(value.as_ref()).ok_or(fold::Unfolded::Kept),
+                Err(error) => Err(fold::Unfolded::Failed(error.to_string())),
+            });
+        if exhausted {
+            return Err(fold::Unfolded::Failed(cost::exhausted_message()));
+        }
+        value
     };
     fold::fold(root, &evaluate)
 }

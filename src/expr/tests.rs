@@ -687,6 +687,7 @@ fn parts_reading_only_params_are_folded_and_give_the_same_results() {
     for (source, folded, expected) in cases {
         let expression = compile(source).expect(source);
         assert_eq!(expression.folded_parts(), folded, "{source}");
+        assert_eq!(expression.warnings(), [], "{source}");
         assert_eq!(eval(source), Ok(expected), "{source}");
     }
 }
@@ -715,7 +716,13 @@ fn an_appended_item_stays_a_list_literal() {
 fn a_part_that_fails_at_load_is_left_to_fail_at_review() {
     // The error is the review's, as without the fold.
     let source = "object.metadata.name == 'web-3' || params.ratios.cpu / 0 == 1";
-    assert_eq!(compile(source).expect(source).folded_parts(), 0);
+    let expression = compile(source).expect(source);
+    assert_eq!(expression.folded_parts(), 0);
+    // Every review that reaches it fails: `graft lint` says so, once for the part.
+    let [warning] = expression.warnings() else {
+        panic!("{:?}", expression.warnings());
+    };
+    assert!(warning.message.contains("Division by zero"), "{warning:?}");
     assert_eq!(eval(source), Ok(json!(true)));
     check_err("params.ratios.cpu / 0 == 1", "Division by zero");
     // Over budget at load (400 x 400 iterations): left in place, and over budget at each
@@ -729,6 +736,10 @@ fn a_part_that_fails_at_load_is_left_to_fail_at_review() {
     let source = source.as_str();
     let expression = compile(source).expect(source);
     assert_eq!(expression.folded_parts(), 2);
+    let [warning] = expression.warnings() else {
+        panic!("{:?}", expression.warnings());
+    };
+    assert!(warning.message.contains("cost budget"), "{warning:?}");
     assert_eq!(
         eval(source),
         Err(ExprError::Evaluate(super::cost::exhausted_message()))
