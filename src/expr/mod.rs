@@ -398,11 +398,17 @@ fn fold_params(
         let metered = cost::meter(part);
         let mut context = Context::with_env(Arc::clone(env));
         context.set_variable_resolver(&resolver);
-        let (value, exhausted) =
+        // The load must not fall over where a review would be isolated: a panic in the
+        // interpreter leaves the part to the reviews, each of which it costs one answer.
+        let evaluated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             cost::with_budget(|| match cel::Value::resolve_val(&metered, &context) {
                 Ok(value) => fold::own(value.as_ref()).ok_or(fold::Unfolded::Kept),
                 Err(error) => Err(fold::Unfolded::Failed(error.to_string())),
-            });
+            })
+        }));
+        let Ok((value, exhausted)) = evaluated else {
+            return Err(fold::Unfolded::Kept);
+        };
         if exhausted {
             return Err(fold::Unfolded::Failed(cost::exhausted_message()));
         }
