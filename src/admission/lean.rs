@@ -18,6 +18,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
+use super::one_pass::Decision;
 use super::{
     AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, one_pass,
     resolve,
@@ -60,17 +61,22 @@ pub fn parse_lean(
     namespaces: &dyn NamespaceSource,
 ) -> Result<(Review, NamespaceData), BadReview> {
     let text = std::str::from_utf8(body)?;
-    let mut decide = |request: &AdmissionRequest| {
-        let reads = candidate_reads(request, policies);
-        (reads, resolve(request, reads, namespaces))
-    };
-    if let Some(parsed) = one_pass::parse(text, &mut decide) {
+    let mut decide_here = |request: &AdmissionRequest| decide(request, policies, namespaces);
+    if let Some(parsed) = one_pass::parse(text, &mut decide_here) {
         return Ok(parsed);
     }
-    parse_with(text, |raw| {
-        let reads = candidate_reads(raw, policies);
-        (reads, resolve(raw, reads, namespaces))
-    })
+    parse_with(text, |raw| decide(raw, policies, namespaces))
+}
+
+/// What the candidate policies of a request can see, and its namespace's data as far
+/// as they need it: decided from the fields that route the request.
+fn decide<O>(
+    request: &AdmissionRequest<O>,
+    policies: &PolicySet,
+    namespaces: &dyn NamespaceSource,
+) -> Decision {
+    let reads = candidate_reads(request, policies);
+    (reads, resolve(request, reads, namespaces))
 }
 
 /// Parses an AdmissionReview body with both objects built whole, for callers that show

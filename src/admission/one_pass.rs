@@ -6,9 +6,9 @@
 //!
 //! Anything else gives up (`None`) and the caller parses the body the two-pass way,
 //! which has the answer, or the refusal, for every body: an error of any kind (so every
-//! refusal, and its message, is the two-pass parse's), a field that routes the request
-//! after the objects, `oldObject` before `object`, an escaped key, a review that is not
-//! a JSON object.
+//! refusal, and its message, is the two-pass parse's), a repeated key, a field that
+//! routes the request after the objects, `oldObject` before `object`, an escaped key, a
+//! review that is not a JSON object.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -75,29 +75,29 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
-        let mut api_version = None;
-        let mut kind = None;
-        let mut request = None;
+        let mut envelope = Envelope {
+            api_version: String::new(),
+            kind: String::new(),
+            request: None,
+        };
+        let mut seen = Vec::new();
         while let Some(key) = map.next_key::<&str>()? {
+            first_time(&mut seen, key)?;
             match key {
-                "apiVersion" => once(&mut api_version, map.next_value()?, key)?,
-                "kind" => once(&mut kind, map.next_value()?, key)?,
+                "apiVersion" => envelope.api_version = map.next_value()?,
+                "kind" => envelope.kind = map.next_value()?,
                 "request" => {
                     let seed = Optional(RequestSeed {
                         decide: &mut *self.decide,
                     });
-                    once(&mut request, map.next_value_seed(seed)?, key)?;
+                    envelope.request = map.next_value_seed(seed)?;
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        Ok(Envelope {
-            api_version: api_version.unwrap_or_default(),
-            kind: kind.unwrap_or_default(),
-            request: request.flatten(),
-        })
+        Ok(envelope)
     }
 }
 
@@ -122,10 +122,10 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut request = AdmissionRequest::default();
-        let mut seen = Seen::default();
+        let mut seen = Vec::new();
         let mut decision: Option<Decision> = None;
         while let Some(key) = map.next_key::<&str>()? {
-            seen.first(key)?;
+            first_time(&mut seen, key)?;
             let routes = matches!(key, "resource" | "subResource" | "namespace" | "operation");
             if routes && decision.is_some() {
                 return Err(de::Error::custom(
@@ -152,7 +152,7 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
                     };
                 }
                 "oldObject" => {
-                    if !seen.has("object") {
+                    if !seen.contains(&"object") {
                         return Err(de::Error::custom("oldObject comes before object"));
                     }
                     let (reads, _) = decision.get_or_insert_with(|| (self.decide)(&request));
@@ -186,50 +186,14 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
     }
 }
 
-/// The request fields read so far, to refuse a repeated one as the derived parse does.
-#[derive(Default)]
-struct Seen(u16);
-
-const FIELDS: [&str; 11] = [
-    "uid",
-    "kind",
-    "resource",
-    "subResource",
-    "name",
-    "namespace",
-    "operation",
-    "userInfo",
-    "object",
-    "oldObject",
-    "dryRun",
-];
-
-impl Seen {
-    fn first<E: de::Error>(&mut self, key: &str) -> Result<(), E> {
-        let Some(bit) = FIELDS.iter().position(|field| *field == key) else {
-            return Ok(());
-        };
-        if self.0 & (1 << bit) != 0 {
-            return Err(E::custom(format_args!("duplicate field `{key}`")));
-        }
-        self.0 |= 1 << bit;
-        Ok(())
+/// Records `key` as read, refusing it the second time. The derived parse refuses a
+/// repeated field (and accepts repeated unknown keys): either way the two-pass parse has
+/// the answer.
+fn first_time<'de, E: de::Error>(seen: &mut Vec<&'de str>, key: &'de str) -> Result<(), E> {
+    if seen.contains(&key) {
+        return Err(E::custom(format_args!("repeated key `{key}`")));
     }
-
-    fn has(&self, key: &str) -> bool {
-        FIELDS
-            .iter()
-            .position(|field| *field == key)
-            .is_some_and(|bit| self.0 & (1 << bit) != 0)
-    }
-}
-
-/// Sets `slot` to `value`, refusing a second value for the same field.
-fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, key: &str) -> Result<(), E> {
-    if slot.is_some() {
-        return Err(E::custom(format_args!("duplicate field `{key}`")));
-    }
-    *slot = Some(value);
+    seen.push(key);
     Ok(())
 }
 

@@ -208,27 +208,28 @@ fn normalize_desired(index: usize, network: Value) -> Result<Network, MultusErro
     if in_written_order(&fields) {
         return Ok(fields);
     }
-    let mut rest: Vec<(String, Value)> = fields.into_iter().collect();
-    rest.sort_by_key(|(key, _)| (written_rank(key), key.clone()));
-    Ok(rest.into_iter().collect())
+    let mut entries: Vec<(String, Value)> = fields.into_iter().collect();
+    entries.sort_by(|(a, _), (b, _)| written_order(a, b));
+    Ok(entries.into_iter().collect())
 }
 
-/// Where a key goes in a written entry: `name`, `namespace`, `interface`, then the rest
+/// The order of keys in a written entry: `name`, `namespace`, `interface`, then the rest
 /// by name.
-fn written_rank(key: &str) -> u8 {
-    match key {
+fn written_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let rank = |key: &str| match key {
         "name" => 0,
         "namespace" => 1,
         "interface" => 2,
         _ => 3,
-    }
+    };
+    rank(a).cmp(&rank(b)).then_with(|| a.cmp(b))
 }
 
 fn in_written_order(fields: &Network) -> bool {
-    fields.keys().zip(fields.keys().skip(1)).all(|(a, b)| {
-        let (rank_a, rank_b) = (written_rank(a), written_rank(b));
-        rank_a < rank_b || (rank_a == rank_b && a < b)
-    })
+    fields
+        .keys()
+        .zip(fields.keys().skip(1))
+        .all(|(a, b)| written_order(a, b).is_lt())
 }
 
 /// An entry needs a non-empty string name, and a string namespace if any:
