@@ -6,7 +6,7 @@
 //!
 //! Anything else gives up (`None`) and the caller parses the body the two-pass way,
 //! which has the answer, or the refusal, for every body: an error of any kind (so every
-//! refusal, and its message, is the two-pass parse's), a repeated key, a field that
+//! refusal, and its message, is the two-pass parse's), a repeated field, a field that
 //! routes the request after the objects, `oldObject` before `object`, an escaped key, a
 //! review that is not a JSON object.
 
@@ -80,22 +80,31 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_> {
             kind: String::new(),
             request: None,
         };
-        let mut seen = Vec::new();
+        let mut seen = 0;
         while let Some(key) = map.next_key::<&str>()? {
-            first_time(&mut seen, key)?;
-            match key {
-                "apiVersion" => envelope.api_version = map.next_value()?,
-                "kind" => envelope.kind = map.next_value()?,
+            // Each arm gives its field's bit for `first_time`.
+            let bit = match key {
+                "apiVersion" => {
+                    envelope.api_version = map.next_value()?;
+                    1
+                }
+                "kind" => {
+                    envelope.kind = map.next_value()?;
+                    2
+                }
                 "request" => {
                     let seed = Optional(RequestSeed {
                         decide: &mut *self.decide,
                     });
                     envelope.request = map.next_value_seed(seed)?;
+                    4
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
+                    continue;
                 }
-            }
+            };
+            first_time(&mut seen, bit, key)?;
         }
         Ok(envelope)
     }
@@ -122,26 +131,25 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut request = AdmissionRequest::default();
-        let mut seen = Vec::new();
+        let mut seen = 0;
         let mut decision: Option<Decision> = None;
         while let Some(key) = map.next_key::<&str>()? {
-            first_time(&mut seen, key)?;
             let routes = matches!(key, "resource" | "subResource" | "namespace" | "operation");
             if routes && decision.is_some() {
                 return Err(de::Error::custom(
                     "a field that routes the request follows the objects",
                 ));
             }
-            match key {
-                "uid" => request.uid = map.next_value()?,
-                "kind" => request.kind = map.next_value()?,
-                "resource" => request.resource = map.next_value()?,
-                "subResource" => request.sub_resource = map.next_value()?,
-                "name" => request.name = map.next_value()?,
-                "namespace" => request.namespace = map.next_value()?,
-                "operation" => request.operation = map.next_value()?,
-                "userInfo" => request.user_info = map.next_value()?,
-                "dryRun" => request.dry_run = map.next_value()?,
+            let field = match key {
+                "uid" => read(&mut request.uid, &mut map, Field::Uid)?,
+                "kind" => read(&mut request.kind, &mut map, Field::Kind)?,
+                "resource" => read(&mut request.resource, &mut map, Field::Resource)?,
+                "subResource" => read(&mut request.sub_resource, &mut map, Field::SubResource)?,
+                "name" => read(&mut request.name, &mut map, Field::Name)?,
+                "namespace" => read(&mut request.namespace, &mut map, Field::Namespace)?,
+                "operation" => read(&mut request.operation, &mut map, Field::Operation)?,
+                "userInfo" => read(&mut request.user_info, &mut map, Field::UserInfo)?,
+                "dryRun" => read(&mut request.dry_run, &mut map, Field::DryRun)?,
                 "object" => {
                     let (reads, _) = decision.get_or_insert_with(|| (self.decide)(&request));
                     request.object = match reads {
@@ -150,9 +158,10 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
                             managed_fields: reads.managed_fields,
                         }))?,
                     };
+                    Field::Object
                 }
                 "oldObject" => {
-                    if !seen.contains(&"object") {
+                    if seen & Field::Object.bit() == 0 {
                         return Err(de::Error::custom("oldObject comes before object"));
                     }
                     let (reads, _) = decision.get_or_insert_with(|| (self.decide)(&request));
@@ -172,11 +181,14 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
                         None => map.next_value_seed(Optional(Checked)).map(|_| None)?,
                         Some(build) => map.next_value_seed(Optional(build))?,
                     };
+                    Field::OldObject
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
+                    continue;
                 }
-            }
+            };
+            first_time(&mut seen, field.bit(), key)?;
         }
         let decision = match decision {
             Some(decision) => decision,
@@ -186,14 +198,47 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
     }
 }
 
-/// Records `key` as read, refusing it the second time. The derived parse refuses a
-/// repeated field (and accepts repeated unknown keys): either way the two-pass parse has
-/// the answer.
-fn first_time<'de, E: de::Error>(seen: &mut Vec<&'de str>, key: &'de str) -> Result<(), E> {
-    if seen.contains(&key) {
-        return Err(E::custom(format_args!("repeated key `{key}`")));
+/// The fields of a request the one pass reads, as serde's derive numbers them, so a
+/// repeated one is refused as the derived parse refuses it.
+#[derive(Clone, Copy)]
+enum Field {
+    Uid,
+    Kind,
+    Resource,
+    SubResource,
+    Name,
+    Namespace,
+    Operation,
+    UserInfo,
+    Object,
+    OldObject,
+    DryRun,
+}
+
+impl Field {
+    fn bit(self) -> u16 {
+        1 << self as u16
     }
-    seen.push(key);
+}
+
+/// Reads the next value into `slot`, as field `field`.
+fn read<'de, T: serde::Deserialize<'de>, A: MapAccess<'de>>(
+    slot: &mut T,
+    map: &mut A,
+    field: Field,
+) -> Result<Field, A::Error> {
+    *slot = map.next_value()?;
+    Ok(field)
+}
+
+/// Records the field with bit `bit` as read, refusing it the second time, as the derived
+/// parse does (which accepts repeated unknown keys, as the caller does by not recording
+/// them).
+fn first_time<E: de::Error>(seen: &mut u16, bit: u16, key: &str) -> Result<(), E> {
+    if *seen & bit != 0 {
+        return Err(E::custom(format_args!("duplicate field `{key}`")));
+    }
+    *seen |= bit;
     Ok(())
 }
 
