@@ -58,7 +58,11 @@ pub struct AdmissionResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
     /// Base64 of the RFC 6902 JSON array.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "verbatim"
+    )]
     pub patch: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch_type: Option<String>,
@@ -66,6 +70,25 @@ pub struct AdmissionResponse {
     pub warnings: Vec<String>,
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub audit_annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// A JSON string written as it is, when it needs no escaping (base64 never does): the
+/// serialiser's escape check goes byte by byte, and the patch is most of a response.
+/// Responses are serialised only to JSON (`Reviewed::to_json`): a raw value is
+/// serde_json's own type.
+fn verbatim<S: serde::Serializer>(text: &Option<String>, serializer: S) -> Result<S::Ok, S::Error> {
+    let Some(text) = text else {
+        return serializer.serialize_none();
+    };
+    // A backslash would be read as an escape; a quote or a control character makes
+    // the raw value invalid. Either way the text is escaped the usual way.
+    let raw = (!text.contains('\\'))
+        .then(|| serde_json::value::RawValue::from_string(format!("\"{text}\"")).ok())
+        .flatten();
+    match raw {
+        Some(raw) => raw.serialize(serializer),
+        None => serializer.serialize_str(text),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -218,5 +241,38 @@ fn respond(review: &Review, evaluation: &Evaluation, policies: &PolicySet) -> Re
         api_version: review.api_version.clone(),
         kind: "AdmissionReview".to_string(),
         response,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_reads_back_as_it_was_written_whatever_its_characters() {
+        for patch in [
+            "W3sib3AiOiJhZGQifV0=",
+            "",
+            "a\"b",
+            "a\\u0041",
+            "line\nbreak",
+            "tab\t",
+            "é ✓",
+            "\"",
+            "\\",
+        ] {
+            let response = AdmissionResponse {
+                uid: "u".to_string(),
+                allowed: true,
+                status: None,
+                patch: Some(patch.to_string()),
+                patch_type: None,
+                warnings: Vec::new(),
+                audit_annotations: Default::default(),
+            };
+            let json = serde_json::to_vec(&response).unwrap();
+            let back: AdmissionResponse = serde_json::from_slice(&json).unwrap();
+            assert_eq!(back, response, "{}", String::from_utf8_lossy(&json));
+        }
     }
 }

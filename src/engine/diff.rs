@@ -14,6 +14,8 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Map, Value};
 
+use crate::jsonpath::lookup::field;
+
 /// Appends to `patch` the operations turning `left` into `right`, their paths under `at`.
 pub fn diff_into(left: &Value, right: &Value, at: &mut PointerBuf, patch: &mut Patch) {
     match (left, right) {
@@ -93,7 +95,7 @@ fn diff_maps(
             }
             _ => {
                 stepping = false;
-                left.get(key)
+                field(left, key)
             }
         };
         match l {
@@ -118,7 +120,7 @@ fn diff_maps(
         return;
     }
     for key in left.keys() {
-        if !right.contains_key(key) {
+        if field(right, key).is_none() {
             at.push_back(key.as_str());
             patch
                 .0

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::journal::Journal;
-use crate::jsonpath::{self, Token, array_index};
+use crate::jsonpath::{self, Token, array_index, lookup};
 use crate::k8s::merge_keys;
 use crate::policy::model::Position;
 
@@ -79,7 +79,7 @@ impl<'d> Editor<'d> {
         }
         let parent = jsonpath::get(self.object, parents).unwrap_or(&Value::Null);
         match (parent, last) {
-            (Value::Object(map), Token::Key(key)) => match map.get(key) {
+            (Value::Object(map), Token::Key(key)) => match lookup::field(map, key) {
                 Some(existing) if *existing == value => Ok(()),
                 _ => self.put(at, value),
             },
@@ -288,7 +288,10 @@ impl<'d> Editor<'d> {
                 let mut len = items.len();
                 let mut added = 0;
                 for (item_index, item) in fragment_items.into_iter().enumerate() {
-                    let Some(id) = item.get(key).filter(|id| !id.is_null()).cloned() else {
+                    let Some(id) = lookup::child(&item, key)
+                        .filter(|id| !id.is_null())
+                        .cloned()
+                    else {
                         return Err(EditError::MergeKeyMissing {
                             at: jsonpath::display(location),
                             key,
@@ -297,7 +300,11 @@ impl<'d> Editor<'d> {
                     };
                     let existing = jsonpath::get(self.object, location)
                         .and_then(Value::as_array)
-                        .and_then(|items| items.iter().position(|i| i.get(key) == Some(&id)));
+                        .and_then(|items| {
+                            items
+                                .iter()
+                                .position(|i| lookup::child(i, key) == Some(&id))
+                        });
                     let index = existing.unwrap_or(match options.position {
                         Position::First => added,
                         Position::Last => len,
@@ -398,7 +405,7 @@ fn insertable(value: Value, location: &mut Vec<Token>) -> Result<Option<Value>, 
             }
             let mut kept = Vec::with_capacity(items.len());
             for (index, item) in items.into_iter().enumerate() {
-                if item.get(key).is_none_or(Value::is_null) {
+                if lookup::child(&item, key).is_none_or(Value::is_null) {
                     return Err(EditError::MergeKeyMissing {
                         at: jsonpath::display(location),
                         key,

@@ -30,6 +30,7 @@ use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation};
 use serde_json::{Map, Value};
 
 use crate::jsonpath::Token;
+use crate::jsonpath::lookup::{self, field, field_mut};
 
 /// Keys deeper than this are not told apart: the subtree is kept and diffed whole.
 /// Three keys reach a single annotation, label or nodeSelector entry.
@@ -136,8 +137,8 @@ impl Node {
         let mut original = Map::new();
         for key in &self.keys {
             let value = match self.child(key) {
-                Some(child) => child.original(map.get(key)),
-                None => map.get(key).cloned(),
+                Some(child) => child.original(field(map, key)),
+                None => field(map, key).cloned(),
             };
             if let Some(value) = value {
                 original.insert(key.clone(), value);
@@ -158,7 +159,7 @@ impl Node {
         while depth < keys.len() {
             let Value::Object(map) = value else { break };
             depth += 1;
-            match map.get(keys[depth - 1]) {
+            match field(map, keys[depth - 1]) {
                 Some(child) => value = child,
                 None => break,
             }
@@ -175,7 +176,7 @@ impl Node {
                 // The first write below this map: its keys are still the earlier ones.
                 node.keys = map.keys().cloned().collect();
             }
-            current = current.and_then(|value| value.get(*key));
+            current = current.and_then(|value| lookup::child(value, key));
             node = node.child_mut(key);
         }
         let appended = depth == whole && appends_to(current, append);
@@ -220,7 +221,7 @@ impl Node {
                 return;
             };
             node = child;
-            current = current.and_then(|value| value.get(*key));
+            current = current.and_then(|value| lookup::child(value, key));
             depth += 1;
         }
     }
@@ -271,7 +272,7 @@ impl Node {
         };
         self.children
             .iter()
-            .any(|(key, child)| child.changed(map.get(key)))
+            .any(|(key, child)| child.changed(field(map, key)))
     }
 
     /// Puts the recorded values back into `value`, the value at this node's location.
@@ -305,7 +306,7 @@ impl Node {
                     map.shift_remove(&key);
                 }
                 Some(Before::ListOf(_)) | None => {
-                    if let Some(value) = map.get_mut(&key) {
+                    if let Some(value) = field_mut(map, &key) {
                         child.restore(value);
                     }
                 }
@@ -487,7 +488,7 @@ fn diff_node(node: &Node, current: &Value, at: &mut PointerBuf, patch: &mut Patc
         }
     }
     for key in &node.keys {
-        if !map.contains_key(key)
+        if field(map, key).is_none()
             && node
                 .child(key)
                 .is_some_and(|child| child.original(None).is_some())

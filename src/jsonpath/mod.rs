@@ -306,7 +306,7 @@ pub fn get_mut<'a>(document: &'a mut Value, tokens: &[Token]) -> Option<&'a mut 
     tokens
         .iter()
         .try_fold(document, |value, token| match token {
-            Token::Key(key) => value.as_object_mut()?.get_mut(key),
+            Token::Key(key) => lookup::child_mut(value, key),
             Token::Index(index) => {
                 let items = value.as_array_mut()?;
                 let at = array_index(*index, items.len())?;
