@@ -154,7 +154,7 @@ impl<'d> Editor<'d> {
 
     /// Removes the value at `at`, if present.
     pub fn remove(&mut self, at: &[Token]) {
-        self.journal.record(self.object, at);
+        self.journal.record_removal(self.object, at);
         remove_at(self.object, at);
     }
 

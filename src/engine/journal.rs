@@ -21,9 +21,17 @@
 //! the mutated object gives (a property test holds the two equal), over the written
 //! subtrees only.
 //!
+//! The maps above the snapshots keep their keys' order without a copy of the keys: a
+//! write changes a key in place or adds it last, so the earlier keys are the current
+//! ones less the added ones, until a key is removed. A removal is recorded as one
+//! ([`Journal::record_removal`]; any raw JSON Patch operation counts as one), and the
+//! first removal from a map copies its earlier keys, for the order of the patch's
+//! removes and of a rolled-back map.
+//!
 //! Invariant: nothing writes to the object except the `Editor`, which records each
-//! location first. A recorded location is cut at the first value that is missing or
-//! not a map, so every write lands at or below a recorded location.
+//! location first, and each removal as a removal. A recorded location is cut at the
+//! first value that is missing or not a map, so every write lands at or below a
+//! recorded location.
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation};
@@ -51,9 +59,12 @@ struct Node {
     /// Set once anything at or below this location is written: what was here before.
     /// Nodes below a snapshot are not kept.
     snapshot: Option<Before>,
-    /// Above a snapshot: the earlier map's keys, in order, for the order of removes
-    /// and of a restored map.
-    keys: Vec<String>,
+    /// Above a snapshot, once a key of this map is removed: the earlier map's keys, in
+    /// order, for the order of removes and of a restored map. Until then the earlier
+    /// keys are the current ones less those written where there was nothing
+    /// ([`Node::earlier_keys`]): a write changes a key in place or adds it last, so
+    /// the keys are copied only when the first removal would lose a key's place.
+    keys: Option<Vec<String>>,
     children: Vec<(String, Node)>,
 }
 
@@ -117,6 +128,24 @@ impl Node {
         &mut self.children[index].1
     }
 
+    /// Whether `key` was absent before the writes recorded here.
+    fn added(&self, key: &str) -> bool {
+        self.child(key)
+            .is_some_and(|child| matches!(child.snapshot, Some(Before::Value(None))))
+    }
+
+    /// The earlier keys of this location's map, in order, given its `current` map.
+    fn earlier_keys<'m>(&'m self, current: &'m Map<String, Value>) -> Vec<&'m str> {
+        match &self.keys {
+            Some(keys) => keys.iter().map(String::as_str).collect(),
+            None => current
+                .keys()
+                .map(String::as_str)
+                .filter(|key| !self.added(key))
+                .collect(),
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.snapshot.is_none() && self.children.is_empty()
     }
@@ -135,21 +164,22 @@ impl Node {
             return current.cloned();
         }
         let mut original = Map::new();
-        for key in &self.keys {
+        for key in self.earlier_keys(map) {
             let value = match self.child(key) {
                 Some(child) => child.original(field(map, key)),
                 None => field(map, key).cloned(),
             };
             if let Some(value) = value {
-                original.insert(key.clone(), value);
+                original.insert(key.to_string(), value);
             }
         }
         Some(Value::Object(original))
     }
 
     /// Records a write under `keys` into `object`, before it is made; `append` is the
-    /// index of an item the write adds to the list at `keys`, if that is all it does.
-    fn record(&mut self, object: &Value, keys: &[&str], append: Option<i64>) {
+    /// index of an item the write adds to the list at `keys`, if that is all it does,
+    /// and `removes` whether the write may remove the key at `keys` from its map.
+    fn record(&mut self, object: &Value, keys: &[&str], append: Option<i64>, removes: bool) {
         let whole = keys.len();
         // Cut at the first value that is missing (the write creates it) or not a map
         // (the write replaces it): below that, the earlier value has nothing to keep apart.
@@ -166,15 +196,18 @@ impl Node {
         }
         let mut node = self;
         let mut current = Some(object);
-        for key in &keys[..depth] {
+        for (at, key) in keys[..depth].iter().enumerate() {
             if node.snapshot.is_some() {
                 return;
             }
-            if node.children.is_empty()
+            if removes
+                && at + 1 == whole
+                && node.keys.is_none()
                 && let Some(Value::Object(map)) = current
             {
-                // The first write below this map: its keys are still the earlier ones.
-                node.keys = map.keys().cloned().collect();
+                // The first removal from this map: its earlier keys, while each is in place.
+                let earlier = node.earlier_keys(map).into_iter().map(str::to_owned);
+                node.keys = Some(earlier.collect());
             }
             current = current.and_then(|value| lookup::child(value, key));
             node = node.child_mut(key);
@@ -195,7 +228,7 @@ impl Node {
             _ => Before::Value(node.original(current)),
         });
         node.children = Vec::new();
-        node.keys = Vec::new();
+        node.keys = None;
     }
 
     /// Before a write under `keys`: a list recorded here as only appended to keeps its
@@ -243,13 +276,16 @@ impl Node {
             };
             self.snapshot = Some(earlier);
             self.children = Vec::new();
-            self.keys = Vec::new();
+            self.keys = None;
             return;
         }
-        if self.children.is_empty() {
-            // Nothing earlier was written below here: the later records' keys are
-            // the earlier ones.
-            self.keys = later.keys;
+        if self.keys.is_none()
+            && let Some(later_keys) = later.keys
+        {
+            // Nothing earlier was removed here: the keys the later records started
+            // from are the earlier ones and those this node's records added.
+            let earlier = later_keys.into_iter().filter(|key| !self.added(key));
+            self.keys = Some(earlier.collect());
         }
         for (key, child) in later.children {
             self.child_mut(&key).absorb(child);
@@ -313,9 +349,11 @@ impl Node {
             }
         }
         // A removed key inserted again goes last: put the keys back in their order.
-        if !map.keys().eq(self.keys.iter()) {
+        // Without a removal every key is still in its place.
+        let Some(keys) = &self.keys else { return };
+        if !map.keys().eq(keys.iter()) {
             let mut unordered = std::mem::take(map);
-            for key in &self.keys {
+            for key in keys {
                 if let Some(value) = unordered.swap_remove(key) {
                     map.insert(key.clone(), value);
                 }
@@ -345,10 +383,19 @@ impl Journal {
     /// Records a write at `at` into `object`, before it is made. The subtree under
     /// the leading object keys (at most [`MAX_DEPTH`]) counts as changed.
     pub fn record(&mut self, object: &Value, at: &[Token]) {
+        self.record_write(object, at, false);
+    }
+
+    /// Records the removal of the value at `at` from `object`, before it is made.
+    pub fn record_removal(&mut self, object: &Value, at: &[Token]) {
+        self.record_write(object, at, true);
+    }
+
+    fn record_write(&mut self, object: &Value, at: &[Token], removes: bool) {
         let keys = leading_keys(at);
         let item = item_index(at, keys.len());
         self.committed.settle(object, &keys, item);
-        self.open.record(object, &keys, item);
+        self.open.record(object, &keys, item, removes);
     }
 
     /// Records the locations a raw JSON Patch operation reads from or writes to. Its
@@ -370,7 +417,9 @@ impl Journal {
                 .collect();
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             self.committed.settle(object, &keys, None);
-            self.open.record(object, &keys, None);
+            // Any operation may move or remove keys (serde_json's `remove`, which
+            // json_patch uses, moves the last key into the removed one's place).
+            self.open.record(object, &keys, None, true);
         }
     }
 
@@ -487,7 +536,8 @@ fn diff_node(node: &Node, current: &Value, at: &mut PointerBuf, patch: &mut Patc
             at.pop_back();
         }
     }
-    for key in &node.keys {
+    // Without a removal recorded here no earlier key is missing.
+    for key in node.keys.iter().flatten() {
         if field(map, key).is_none()
             && node
                 .child(key)
@@ -532,7 +582,7 @@ mod tests {
         });
         let mut journal = Journal::new();
         journal.record(&left, &key_path(&["metadata", "labels", "a"]));
-        journal.record(&left, &key_path(&["metadata", "labels", "gone"]));
+        journal.record_removal(&left, &key_path(&["metadata", "labels", "gone"]));
         journal.record(&left, &key_path(&["metadata", "labels", "new"]));
         journal.record(&left, &key_path(&["metadata", "annotations", "k/v"]));
         journal.record(
@@ -675,6 +725,48 @@ mod tests {
         assert_eq!(object, before);
     }
 
+    /// The earlier keys of a map are copied at its first removal, which may come in a
+    /// later policy than the first write: additions before it are told apart, and
+    /// every view of the earlier object keeps the keys' order.
+    #[test]
+    fn a_removal_after_committed_additions_keeps_the_earlier_order() {
+        let before = json!({"metadata": {"labels": {"a": "1", "b": "2", "c": "3"}}});
+        let labels = |key: &str| key_path(&["metadata", "labels", key]);
+        for roll_back_the_second in [false, true] {
+            let mut object = before.clone();
+            let mut journal = Journal::new();
+            let mut editor = Editor::new(&mut object, &mut journal);
+            editor.set(&labels("added"), json!("x")).unwrap();
+            editor.set(&labels("b"), json!("changed")).unwrap();
+            journal.commit();
+            let committed = object.clone();
+            let mut editor = Editor::new(&mut object, &mut journal);
+            editor.remove(&labels("a"));
+            editor.set(&labels("later"), json!("y")).unwrap();
+            editor.set(&labels("a"), json!("back")).unwrap();
+            editor.remove(&labels("added"));
+            if roll_back_the_second {
+                journal.rollback(&mut object);
+                assert_eq!(
+                    serde_json::to_string(&object).unwrap(),
+                    serde_json::to_string(&committed).unwrap()
+                );
+            }
+            journal.commit();
+            assert_eq!(journal.patch(&object), json_patch::diff(&before, &object));
+            let original = journal.original(&object);
+            assert_eq!(
+                serde_json::to_string(&original).unwrap(),
+                serde_json::to_string(&before).unwrap()
+            );
+            journal.rollback_all(&mut object);
+            assert_eq!(
+                serde_json::to_string(&object).unwrap(),
+                serde_json::to_string(&before).unwrap()
+            );
+        }
+    }
+
     /// Writing a value and then the old value back is no change.
     #[test]
     fn changed_compares_with_what_the_policy_found() {
@@ -698,7 +790,7 @@ mod tests {
         let mut journal = Journal::new();
         journal.record(&object, &key_path(&["spec", "a", "b"]));
         object["spec"]["a"]["b"] = json!(2);
-        journal.record(&object, &key_path(&["spec", "c"]));
+        journal.record_removal(&object, &key_path(&["spec", "c"]));
         object["spec"].as_object_mut().unwrap().shift_remove("c");
         journal.record(&object, &key_path(&["spec", "e"]));
         object["spec"]["e"] = json!(5);
@@ -719,7 +811,7 @@ mod tests {
         let mut object = original.clone();
         let mut journal = Journal::new();
         for key in ["c", "a"] {
-            journal.record(&object, &key_path(&["metadata", "labels", key]));
+            journal.record_removal(&object, &key_path(&["metadata", "labels", key]));
             object["metadata"]["labels"]
                 .as_object_mut()
                 .unwrap()
