@@ -150,6 +150,21 @@ impl Node {
         self.snapshot.is_none() && self.children.is_empty()
     }
 
+    /// Whether a write recorded here may have changed anything at or under `keys`.
+    fn intersects<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> bool {
+        let mut node = self;
+        for key in keys {
+            if node.snapshot.is_some() {
+                return true;
+            }
+            match node.child(key) {
+                Some(child) => node = child,
+                None => return false,
+            }
+        }
+        !node.is_empty()
+    }
+
     /// The earlier value of this location, given its `current` value.
     fn original(&self, current: Option<&Value>) -> Option<Value> {
         if let Some(before) = &self.snapshot {
@@ -459,20 +474,21 @@ impl Journal {
             .unwrap_or(Value::Null)
     }
 
+    /// The object as the running policy found it, without changing `object`.
+    pub fn found(&self, object: &Value) -> Value {
+        self.open.original(Some(object)).unwrap_or(Value::Null)
+    }
+
     /// Whether a committed write may have changed anything at or under the location
     /// named by `keys`.
     pub fn intersects<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> bool {
-        let mut node = &self.committed;
-        for key in keys {
-            if node.snapshot.is_some() {
-                return true;
-            }
-            match node.child(key) {
-                Some(child) => node = child,
-                None => return false,
-            }
-        }
-        !node.is_empty()
+        self.committed.intersects(keys)
+    }
+
+    /// Whether a write of the running policy may have changed anything at or under the
+    /// location named by `keys`.
+    pub fn open_intersects<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> bool {
+        self.open.intersects(keys)
     }
 
     /// `json_patch::diff(original, object)`, where `object` is the object the

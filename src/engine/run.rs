@@ -264,13 +264,12 @@ fn look<'p>(
 
     // Phase 2: apply, every write recorded in the journal, which undoes them when the
     // policy fails or only audits.
-    let protected_before = protected_values(object);
     let applied = apply(&mut Editor::new(object, journal), plan);
     if let Err(error) = applied {
         journal.rollback(object);
         return Err(error);
     }
-    if protected_values(object) != protected_before {
+    if changes_protected(journal, object) {
         journal.rollback(object);
         return Err(failure(
             "spec.mutations",
@@ -534,6 +533,16 @@ fn below(
         .collect())
 }
 
+/// The value for one of a mutation's locations: a copy while more locations follow,
+/// the value itself for the last (most mutations have one location).
+fn take_or_copy<T: Clone>(value: &mut Option<T>, more_follow: bool) -> Option<T> {
+    if more_follow {
+        value.clone()
+    } else {
+        value.take()
+    }
+}
+
 fn apply_target(
     editor: &mut Editor<'_>,
     (field, kind): (&str, &MutationKind),
@@ -549,14 +558,19 @@ fn apply_target(
         ) => {
             let locations = below(editor.object(), &base, path, true)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
-            for location in locations {
+            let mut value = Some(value);
+            let mut locations = locations.into_iter().peekable();
+            while let Some(location) = locations.next() {
                 if *if_absent
                     && jsonpath::get(editor.object(), &location).is_some_and(|v| !v.is_null())
                 {
                     continue;
                 }
+                let Some(value) = take_or_copy(&mut value, locations.peek().is_some()) else {
+                    break;
+                };
                 editor
-                    .set(&location, value.clone())
+                    .set(&location, value)
                     .map_err(|e| failure(format!("{field}.path"), e))?;
             }
         }
@@ -578,9 +592,14 @@ fn apply_target(
                 if_absent: *if_absent,
                 position: *position,
             };
-            for location in locations {
+            let mut value = Some(value);
+            let mut locations = locations.into_iter().peekable();
+            while let Some(location) = locations.next() {
+                let Some(value) = take_or_copy(&mut value, locations.peek().is_some()) else {
+                    break;
+                };
                 editor
-                    .merge_with(&location, value.clone(), options)
+                    .merge_with(&location, value, options)
                     .map_err(|e| failure(format!("{field}.value"), e))?;
             }
         }
@@ -593,9 +612,14 @@ fn apply_target(
             };
             let locations = below(editor.object(), &base, path, true)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
-            for location in locations {
+            let mut items = Some(items);
+            let mut locations = locations.into_iter().peekable();
+            while let Some(location) = locations.next() {
+                let Some(items) = take_or_copy(&mut items, locations.peek().is_some()) else {
+                    break;
+                };
                 editor
-                    .append(&location, items.clone(), *position)
+                    .append(&location, items, *position)
                     .map_err(|e| failure(format!("{field}.path"), e))?;
             }
         }
@@ -618,13 +642,21 @@ fn apply_target(
     Ok(())
 }
 
-fn protected_values(object: &Value) -> [Option<Value>; 3] {
+/// The fields of `metadata` no policy may change.
+const PROTECTED: [&str; 3] = ["name", "namespace", "uid"];
+
+/// Whether the running policy's writes changed a protected field. Only a field its
+/// journal records reach can have changed, and the journal holds what was there.
+fn changes_protected(journal: &Journal, object: &Value) -> bool {
+    let reached = PROTECTED
+        .iter()
+        .any(|key| journal.open_intersects(["metadata", key]));
+    reached && protected_values(&journal.found(object)) != protected_values(object)
+}
+
+fn protected_values(object: &Value) -> [Option<&Value>; 3] {
     let metadata = crate::jsonpath::lookup::child(object, "metadata");
-    ["name", "namespace", "uid"].map(|key| {
-        metadata
-            .and_then(|m| crate::jsonpath::lookup::child(m, key))
-            .cloned()
-    })
+    PROTECTED.map(|key| metadata.and_then(|m| crate::jsonpath::lookup::child(m, key)))
 }
 
 /// `spec.mutations[0].set` -> `spec.mutations[0].when`.
