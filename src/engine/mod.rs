@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::expr::RequestFields;
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::k8s::pod_controllers;
 use crate::namespaces::NamespaceData;
@@ -215,7 +216,12 @@ fn evaluate_observed(
         (None, Some(old_object)) => Subject::ReadOnly(old_object),
         (None, None) => return evaluation,
     };
-    let shared = SharedBindings::default();
+    let request_fields = candidates
+        .iter()
+        .fold(RequestFields::default(), |fields, policy| {
+            fields.union(policy.needs.request_fields)
+        });
+    let shared = SharedBindings::new(request_fields);
     let mut working = EditedObject {
         subject,
         journal: Journal::new(),

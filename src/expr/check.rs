@@ -63,19 +63,9 @@ pub const ROOTS: [&str; 6] = [
 /// them to it).
 pub const FOREACH_ROOTS: [&str; 2] = ["element", "index"];
 
-/// The fields of `request` ([`crate::engine::request_binding`]), and those of its
-/// nested objects.
-const REQUEST_FIELDS: [&str; 9] = [
-    "uid",
-    "kind",
-    "resource",
-    "subResource",
-    "name",
-    "namespace",
-    "operation",
-    "userInfo",
-    "dryRun",
-];
+/// The fields of `request` ([`crate::engine::request_binding`]).
+const REQUEST_FIELDS: [&str; 9] = super::request_fields::FIELDS;
+/// The fields of `request`'s nested objects.
 const KIND_FIELDS: [&str; 3] = ["group", "version", "kind"];
 const RESOURCE_FIELDS: [&str; 3] = ["group", "version", "resource"];
 const USER_INFO_FIELDS: [&str; 4] = ["username", "uid", "groups", "extra"];

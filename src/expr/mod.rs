@@ -28,6 +28,7 @@ mod lists;
 mod net;
 pub mod object_parts;
 mod quantities;
+pub mod request_fields;
 pub mod template;
 #[cfg(test)]
 mod tests;
@@ -47,6 +48,7 @@ use serde_json::Value;
 pub use check::{CheckError, Declarations};
 pub use convert::MAX_DEPTH;
 pub use object_parts::ObjectParts;
+pub use request_fields::RequestFields;
 
 /// Why an expression could not be compiled or evaluated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -77,6 +79,8 @@ pub struct Needs {
     pub element: bool,
     /// Which parts of `object` are read, when `object` is.
     pub object_parts: ObjectParts,
+    /// Which fields of `request` are read, when `request` is.
+    pub request_fields: RequestFields,
 }
 
 impl Needs {
@@ -90,6 +94,7 @@ impl Needs {
             variables: self.variables || other.variables,
             element: self.element || other.element,
             object_parts: self.object_parts.union(other.object_parts),
+            request_fields: self.request_fields.union(other.request_fields),
         }
     }
 
@@ -106,6 +111,11 @@ impl Needs {
             old_object: references.has_variable("oldObject"),
             namespace_object: references.has_variable("namespaceObject"),
             request: references.has_variable("request"),
+            request_fields: if references.has_variable("request") {
+                request_fields::analyse(program.expression())
+            } else {
+                RequestFields::default()
+            },
             params: references.has_variable("params"),
             variables: references.has_variable("variables"),
             element: references.has_variable("element") || references.has_variable("index"),

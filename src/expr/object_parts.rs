@@ -150,7 +150,7 @@ fn is_object(node: &IdedExpr) -> bool {
 
 /// `operand.field`, `operand.?field`, `operand['field']` or `operand[?'field']`, with the
 /// sub-expressions that still need a look (none here: the field is a literal).
-fn field_access(node: &IdedExpr) -> Option<(&IdedExpr, &str, Vec<&IdedExpr>)> {
+pub(super) fn field_access(node: &IdedExpr) -> Option<(&IdedExpr, &str, Vec<&IdedExpr>)> {
     match &node.expr {
         Expr::Select(select) => Some((&select.operand, select.field.as_str(), Vec::new())),
         Expr::Call(call)
@@ -174,7 +174,7 @@ fn field_access(node: &IdedExpr) -> Option<(&IdedExpr, &str, Vec<&IdedExpr>)> {
     }
 }
 
-fn push_children<'a>(stack: &mut Vec<&'a IdedExpr>, node: &'a IdedExpr) {
+pub(super) fn push_children<'a>(stack: &mut Vec<&'a IdedExpr>, node: &'a IdedExpr) {
     match &node.expr {
         Expr::Comprehension(c) => {
             stack.extend([

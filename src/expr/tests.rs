@@ -126,6 +126,7 @@ fn needs_follow_references() {
             object: true,
             request: true,
             object_parts: crate::expr::ObjectParts::metadata("name"),
+            request_fields: crate::expr::RequestFields::of("namespace"),
             ..Needs::default()
         })
     );
