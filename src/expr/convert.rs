@@ -10,9 +10,9 @@ use std::collections::HashMap;
 
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelOptional, CelString,
-    CelUInt, Kind,
+    CelUInt, DYN_TYPE, Kind, LIST_TYPE, MAP_TYPE, Type,
 };
-use cel::common::value::Val;
+use cel::common::value::{StaticVal, Val};
 use serde_json::{Map, Number, Value};
 
 use super::ExprError;
@@ -64,6 +64,67 @@ pub(super) fn number_to_val<'o>(n: &Number) -> Box<dyn Val + 'o> {
     } else {
         // Without arbitrary_precision every serde_json number is one of the three.
         Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN)))
+    }
+}
+
+/// A folded argument of a graft function that converts that argument to JSON on entry,
+/// converted once when the policy loads ([`super::fold`]). It keeps the argument's CEL
+/// type, so the function's overload still matches; it is only ever that argument, and
+/// only [`argument_to_json`] reads it.
+#[derive(Debug)]
+pub struct JsonArgument {
+    json: Value,
+    ty: &'static Type,
+}
+
+impl JsonArgument {
+    /// `value` converted as [`val_to_json`] converts it, for a list or a map; `None`
+    /// for anything else or a value that has no JSON form.
+    pub fn of(value: &dyn Val) -> Option<JsonArgument> {
+        let ty = match value.get_type().kind() {
+            Kind::List => &LIST_TYPE,
+            Kind::Map => &MAP_TYPE,
+            _ => return None,
+        };
+        let json = val_to_json(value).ok()?;
+        Some(JsonArgument { json, ty })
+    }
+}
+
+impl Val for JsonArgument {
+    fn get_type(&self) -> &Type {
+        self.ty
+    }
+
+    fn cel_type() -> &'static Type {
+        &DYN_TYPE
+    }
+
+    fn equals(&self, other: &dyn Val) -> bool {
+        other
+            .downcast_ref::<JsonArgument>()
+            .is_some_and(|other| other.json == self.json)
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(JsonArgument {
+            json: self.json.clone(),
+            ty: self.ty,
+        })
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl StaticVal for JsonArgument {}
+
+/// [`val_to_json`] for an argument that may have been converted at load.
+pub fn argument_to_json(value: &dyn Val) -> Result<Value, ExprError> {
+    match value.downcast_ref::<JsonArgument>() {
+        Some(argument) => Ok(argument.json.clone()),
+        None => val_to_json(value),
     }
 }
 

@@ -13,9 +13,14 @@
 //! A part that fails at load fails on every review that reaches it, the same way: the
 //! outermost such part of an expression is reported ([`Folded::failures`]), and
 //! `graft lint` warns about it.
+//!
+//! A folded part that is the argument a graft function converts to JSON first thing
+//! (`multusNetworks`' desired networks) is converted at load too, into a value only that
+//! function reads ([`super::convert::JsonArgument`]): the Multus example converted the
+//! same ten maps to JSON on every review.
 
 use cel::IdedExpr;
-use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, operators};
+use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedEntryExpr, operators};
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt, Kind,
 };
@@ -44,8 +49,7 @@ const PREFIX: &str = "@graft_folded_";
 impl Folded {
     /// The value a folded part's name stands for; `None` for every other name.
     pub fn get(&self, name: &str) -> Option<&(dyn Val + 'static)> {
-        let index: usize = name.strip_prefix(PREFIX)?.parse().ok()?;
-        self.values.get(index).map(|value| value.as_ref())
+        self.values.get(index_of(name)?).map(|value| value.as_ref())
     }
 
     #[cfg(test)]
@@ -53,9 +57,26 @@ impl Folded {
         self.values.len()
     }
 
+    #[cfg(test)]
+    pub fn json_arguments(&self) -> usize {
+        self.values
+            .iter()
+            .filter(|value| {
+                value
+                    .downcast_ref::<super::convert::JsonArgument>()
+                    .is_some()
+            })
+            .count()
+    }
+
     pub fn failures(&self) -> &[String] {
         &self.failures
     }
+}
+
+/// The index of a folded part's value, from its name.
+fn index_of(name: &str) -> Option<usize> {
+    name.strip_prefix(PREFIX)?.parse().ok()
 }
 
 /// What runs one part at load (metered as a review's evaluation is): its value, or why
@@ -132,6 +153,7 @@ impl Folder<'_> {
                         _ => self.visit(arg),
                     }
                 }
+                self.prepare_json_argument(call);
             }
             Expr::Comprehension(comprehension) => {
                 self.visit(&mut comprehension.iter_range);
@@ -157,6 +179,26 @@ impl Folder<'_> {
             Expr::Struct(s) => self.visit_entries(&mut s.entries),
             Expr::Select(select) => self.visit(&mut select.operand),
             Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+        }
+    }
+
+    /// A folded value a graft function converts to JSON on entry is converted once,
+    /// here. Its name appears only as that argument, so nothing else reads it.
+    fn prepare_json_argument(&mut self, call: &CallExpr) {
+        let Some(position) = super::functions::json_argument(&call.func_name) else {
+            return;
+        };
+        if call.target.is_some() {
+            return;
+        }
+        let Some(Expr::Ident(name)) = call.args.get(position).map(|arg| &arg.expr) else {
+            return;
+        };
+        let Some(value) = index_of(name).and_then(|index| self.folded.values.get_mut(index)) else {
+            return;
+        };
+        if let Some(argument) = super::convert::JsonArgument::of(value.as_ref()) {
+            *value = Box::new(argument);
         }
     }
 

@@ -260,11 +260,20 @@ fn annotation_json<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     }
 }
 
+/// The argument a function of this module converts to JSON first thing, by position:
+/// a folded value there is converted once, at load ([`convert::JsonArgument`]).
+pub(super) fn json_argument(function: &str) -> Option<usize> {
+    match function {
+        "multusNetworks" => Some(1),
+        _ => None,
+    }
+}
+
 /// `multusNetworks(string existing, list desired, string podNamespace) -> string`
 fn multus_networks<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     const NAME: &str = "multusNetworks";
     let [existing, desired, namespace] = arity::<3>(NAME, &args)?;
-    let desired = match convert::val_to_json(desired).map_err(|e| fail(NAME, e))? {
+    let desired = match convert::argument_to_json(desired).map_err(|e| fail(NAME, e))? {
         Value::Array(items) => items,
         other => {
             return Err(fail(

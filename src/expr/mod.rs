@@ -211,6 +211,12 @@ impl Expression {
         self.folded.count()
     }
 
+    /// How many folded parts are a function's argument converted to JSON at load.
+    #[cfg(test)]
+    pub(crate) fn prepared_json_arguments(&self) -> usize {
+        self.folded.json_arguments()
+    }
+
     pub fn source(&self) -> &str {
         &self.source
     }

@@ -304,3 +304,30 @@ fn parts_reading_only_params_fold_to_what_they_compute() {
         "params.labels.all(k, k in object.metadata.labels)",
     ]);
 }
+
+/// A folded argument a function converts to JSON is converted at load: the function
+/// gives the same result, or the same error, as with the argument evaluated per review.
+#[test]
+fn folded_json_arguments_give_what_the_function_gives() {
+    same(&[
+        "multusNetworks('', params.names.map(n, {'name': n, 'namespace': 'net'}), 'ns')",
+        "multusNetworks('[{\"name\":\"app\",\"namespace\":\"net\"}]', params.names.map(n, {'name': n, 'namespace': 'net'}), 'ns')",
+        "multusNetworks('a', params.names.map(n, {'name': n, 'interface': n + '0'}), object.metadata.name)",
+        "multusNetworks('', params.names.map(n, {'namespace': 'net'}), 'ns')",
+        "multusNetworks('', params.names.map(n, n), 'ns')",
+        "multusNetworks('', params.names.map(n, {1: n}), 'ns')",
+        "multusNetworks('', params.names.map(n, {'name': n, 'x': duration('1s')}), 'ns')",
+        "[params.names.map(n, {'name': n})].size() + size(multusNetworks('', params.names.map(n, {'name': n}), 'ns'))",
+    ]);
+}
+
+/// Only the argument of the function is converted; the same value elsewhere stays a
+/// CEL value.
+#[test]
+fn only_the_argument_position_is_prepared() {
+    let source = "params.names.map(n, {'name': n})[0].name != object.metadata.name && multusNetworks('', params.names.map(n, {'name': n}), object.metadata.name) != ''";
+    let expression = Expression::compile(source, &declarations()).unwrap();
+    assert_eq!(expression.folded_parts(), 2);
+    assert_eq!(expression.prepared_json_arguments(), 1);
+    same(&[source]);
+}
