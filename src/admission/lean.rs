@@ -85,7 +85,7 @@ pub fn parse(body: &[u8]) -> Result<Review, BadReview> {
     let everything = Reads {
         managed_fields: true,
         old_object: true,
-        namespace: false,
+        ..Reads::default()
     };
     let text = std::str::from_utf8(body)?;
     Ok(parse_with(text, |_| (Some(everything), NamespaceData::NotLookedUp))?.0)

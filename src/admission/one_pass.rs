@@ -297,11 +297,14 @@ mod tests {
 
     use super::*;
 
-    const EVERYTHING: Reads = Reads {
-        managed_fields: true,
-        old_object: true,
-        namespace: false,
-    };
+    /// Both objects built whole.
+    fn everything() -> Reads {
+        Reads {
+            managed_fields: true,
+            old_object: true,
+            ..Reads::default()
+        }
+    }
 
     /// The routing fields a decision was asked with: resource, namespace, operation.
     type Routing = (String, Option<String>, String);
@@ -315,7 +318,7 @@ mod tests {
                 request.namespace.clone(),
                 request.operation.clone(),
             ));
-            (Some(EVERYTHING), NamespaceData::NotLookedUp)
+            (Some(everything()), NamespaceData::NotLookedUp)
         };
         let parsed = parse(text, &mut decide).map(|(review, _)| review);
         (parsed, asked)
@@ -397,11 +400,11 @@ mod tests {
         let lean = Reads {
             managed_fields: false,
             old_object: false,
-            namespace: false,
+            ..Reads::default()
         };
         let request = with(Some(lean)).expect("parsed");
         assert_eq!(request.old_object, Some(json!({"metadata": {"name": "a"}})));
-        let request = with(Some(EVERYTHING)).expect("parsed");
+        let request = with(Some(everything())).expect("parsed");
         assert_eq!(
             request.old_object,
             Some(json!({"metadata": {"name": "a", "managedFields": [{"manager": "m"}]}}))

@@ -216,11 +216,14 @@ fn evaluate_observed(
         (None, Some(old_object)) => Subject::ReadOnly(old_object),
         (None, None) => return evaluation,
     };
-    let request_fields = candidates
-        .iter()
-        .fold(RequestFields::default(), |fields, policy| {
-            fields.union(policy.needs.request_fields)
-        });
+    let request_fields = policies
+        .candidate_reads(
+            facts.resource,
+            facts.subresource,
+            operation,
+            facts.namespace,
+        )
+        .map_or(RequestFields::ALL, |reads| reads.request_fields);
     let shared = SharedBindings::new(request_fields);
     let mut working = EditedObject {
         subject,

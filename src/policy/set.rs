@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::compiled::{CompiledPolicy, Operation};
+use crate::expr::RequestFields;
 
 /// What of a review a policy can see beyond the object's usual fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -14,6 +15,19 @@ pub struct Reads {
     pub old_object: bool,
     /// The data of the request's namespace (`namespaceSelector`, `namespaceObject`).
     pub namespace: bool,
+    /// The fields of CEL's `request` its expressions read.
+    pub request_fields: RequestFields,
+}
+
+impl Reads {
+    fn union(self, other: Reads) -> Reads {
+        Reads {
+            managed_fields: self.managed_fields || other.managed_fields,
+            old_object: self.old_object || other.old_object,
+            namespace: self.namespace || other.namespace,
+            request_fields: self.request_fields.union(other.request_fields),
+        }
+    }
 }
 
 /// Candidate lists for one (resource, subresource), one per operation.
@@ -23,49 +37,87 @@ type ByOperation = [Vec<u32>; 4];
 /// they name: a request only walks the policies that can match its namespace.
 #[derive(Debug, Default)]
 struct Listed {
-    /// The policies for any namespace (no plain names), positions ascending.
-    anywhere: Vec<u32>,
-    /// The policies whose `match.namespaces` are plain names, by name, ascending.
-    by_namespace: HashMap<String, Vec<u32>>,
+    /// The policies for any namespace (no plain names).
+    anywhere: Candidates,
+    /// The policies whose `match.namespaces` are plain names, by name.
+    by_namespace: HashMap<String, Candidates>,
+}
+
+/// Policies by position, ascending, and what they can see together (computed at load,
+/// so a request asks it of two lists, not of each policy).
+#[derive(Debug, Default)]
+struct Candidates {
+    positions: Vec<u32>,
+    reads: Reads,
+}
+
+impl Candidates {
+    fn push(&mut self, position: u32, reads: Reads) {
+        if self.positions.last() != Some(&position) {
+            self.positions.push(position);
+            self.reads = self.reads.union(reads);
+        }
+    }
 }
 
 impl Listed {
-    fn split(positions: &[u32], namespaces: &[Option<Box<[String]>>]) -> Listed {
+    fn split(positions: &[u32], namespaces: &[Option<Box<[String]>>], reads: &[Reads]) -> Listed {
         let mut listed = Listed::default();
         for &position in positions {
+            let policy_reads = reads.get(position as usize).copied().unwrap_or_default();
             match namespaces.get(position as usize) {
                 Some(Some(names)) => {
                     for name in names.iter() {
                         let list = listed.by_namespace.entry(name.clone()).or_default();
-                        if list.last() != Some(&position) {
-                            list.push(position);
-                        }
+                        list.push(position, policy_reads);
                     }
                 }
-                _ => listed.anywhere.push(position),
+                _ => listed.anywhere.push(position, policy_reads),
             }
         }
         listed
     }
 
+    /// The policies for `namespace` alone.
+    fn named(&self, namespace: &str) -> Option<&Candidates> {
+        if self.by_namespace.is_empty() {
+            return None;
+        }
+        self.by_namespace.get(namespace)
+    }
+
     /// The positions of the candidates in `namespace`, in evaluation order.
     fn positions(&self, namespace: &str) -> Merged<'_> {
-        let named = if self.by_namespace.is_empty() {
-            &[][..]
-        } else {
-            self.by_namespace
-                .get(namespace)
-                .map_or(&[][..], Vec::as_slice)
-        };
         Merged {
-            anywhere: &self.anywhere,
-            named,
+            anywhere: &self.anywhere.positions,
+            named: self
+                .named(namespace)
+                .map_or(&[][..], |named| named.positions.as_slice()),
+        }
+    }
+
+    /// What the candidates in `namespace` can see together; `None` when there are none.
+    fn reads(&self, namespace: &str) -> Option<Reads> {
+        let named = self
+            .named(namespace)
+            .filter(|named| !named.positions.is_empty());
+        match (self.anywhere.positions.is_empty(), named) {
+            (true, None) => None,
+            (false, None) => Some(self.anywhere.reads),
+            (true, Some(named)) => Some(named.reads),
+            (false, Some(named)) => Some(self.anywhere.reads.union(named.reads)),
         }
     }
 }
 
-fn split(lists: &ByOperation, namespaces: &[Option<Box<[String]>>]) -> [Listed; 4] {
-    lists.each_ref().map(|list| Listed::split(list, namespaces))
+fn split(
+    lists: &ByOperation,
+    namespaces: &[Option<Box<[String]>>],
+    reads: &[Reads],
+) -> [Listed; 4] {
+    lists
+        .each_ref()
+        .map(|list| Listed::split(list, namespaces, reads))
 }
 
 /// Two ascending lists of positions, merged.
@@ -95,8 +147,6 @@ impl Iterator for Merged<'_> {
 #[derive(Debug, Default)]
 pub struct PolicySet {
     policies: Vec<Arc<CompiledPolicy>>,
-    /// Per policy, what of a review it can see beyond the object's usual fields.
-    reads: Vec<Reads>,
     /// resource -> subresource ("" for none) -> operation -> candidates. Most of a large
     /// set names the namespaces of its team: the lists keep those apart by namespace.
     index: HashMap<String, HashMap<String, [Listed; 4]>>,
@@ -177,6 +227,7 @@ impl PolicySet {
                 managed_fields: policy.sees_managed_fields(),
                 old_object: policy.reads_old_object(),
                 namespace: policy.needs_namespace(),
+                request_fields: policy.needs.request_fields,
             })
             .collect::<Vec<Reads>>();
         let needs_namespaces = reads.iter().any(|reads| reads.namespace);
@@ -195,16 +246,15 @@ impl PolicySet {
             .map(|(resource, by_sub)| {
                 let by_sub = by_sub
                     .into_iter()
-                    .map(|(sub, lists)| (sub, split(&lists, &namespaces)))
+                    .map(|(sub, lists)| (sub, split(&lists, &namespaces, &reads)))
                     .collect();
                 (resource, by_sub)
             })
             .collect();
         PolicySet {
             policies,
-            reads,
             index,
-            wildcard: split(&wildcard, &namespaces),
+            wildcard: split(&wildcard, &namespaces, &reads),
             needs_namespaces,
             revision,
         }
@@ -256,17 +306,8 @@ impl PolicySet {
         operation: Operation,
         namespace: &str,
     ) -> Option<Reads> {
-        let mut positions = self
-            .positions(resource, subresource, operation, namespace)
-            .peekable();
-        positions.peek()?;
-        let mut all = Reads::default();
-        for reads in positions.filter_map(|position| self.reads.get(position as usize)) {
-            all.managed_fields |= reads.managed_fields;
-            all.old_object |= reads.old_object;
-            all.namespace |= reads.namespace;
-        }
-        Some(all)
+        self.listed(resource, subresource, operation)
+            .reads(namespace)
     }
 
     fn positions<'s>(
@@ -276,13 +317,18 @@ impl PolicySet {
         operation: Operation,
         namespace: &'s str,
     ) -> impl Iterator<Item = u32> + 's {
+        self.listed(resource, subresource, operation)
+            .positions(namespace)
+    }
+
+    /// The candidate lists of a (resource, subresource, operation).
+    fn listed(&self, resource: &str, subresource: &str, operation: Operation) -> &Listed {
         self.index
             .get(resource)
             .and_then(|by_sub| by_sub.get(subresource))
             .map_or(&self.wildcard[slot(operation)], |lists| {
                 &lists[slot(operation)]
             })
-            .positions(namespace)
     }
 }
 
@@ -357,5 +403,54 @@ mod tests {
             set.candidate_reads("nodes", "", Operation::Create, "")
                 .is_none()
         );
+    }
+
+    /// What the candidates can see together, kept per list at load, is what each
+    /// candidate can see, joined.
+    #[test]
+    fn candidate_reads_join_the_candidates_reads() {
+        let reading = |name: &str, namespaces: &str, expression: &str| {
+            policy(name, namespaces).replace(
+                "        value: \"yes\"\n",
+                &format!("        value: \"{{{{ {expression} }}}}\"\n"),
+            )
+        };
+        let text = [
+            reading("a-any", "[]", "request.namespace"),
+            reading("b-named", "[ns]", "request.userInfo.username"),
+            reading(
+                "c-glob",
+                "['n*']",
+                "string(size(object.metadata.managedFields))",
+            ),
+            reading("d-other", "[other]", "string(request)"),
+            reading("e-old", "[ns, other]", "oldObject.metadata.name"),
+        ]
+        .join("---\n");
+        let set = crate::policy::load_str(Path::new("p.yaml"), &text)
+            .unwrap()
+            .set;
+        for namespace in ["ns", "other", "none", ""] {
+            let joined = set
+                .candidates("pods", "", Operation::Create, namespace)
+                .map(|policy| Reads {
+                    managed_fields: policy.sees_managed_fields(),
+                    old_object: policy.reads_old_object(),
+                    namespace: policy.needs_namespace(),
+                    request_fields: policy.needs.request_fields,
+                })
+                .reduce(Reads::union);
+            let reads = set.candidate_reads("pods", "", Operation::Create, namespace);
+            assert_eq!(reads, joined, "{namespace}");
+        }
+        let reads = |namespace| {
+            set.candidate_reads("pods", "", Operation::Create, namespace)
+                .unwrap()
+        };
+        assert!(reads("ns").request_fields.includes("userInfo"));
+        assert!(!reads("ns").request_fields.includes("uid"));
+        assert_eq!(reads("other").request_fields, RequestFields::ALL);
+        assert!(reads("ns").old_object && !reads("none").old_object);
+        assert!(reads("none").managed_fields);
     }
 }
