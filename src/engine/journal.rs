@@ -264,13 +264,32 @@ impl Node {
                 Some(Before::Value(_)) => return,
                 None => {}
             }
-            let Some(key) = keys.get(depth) else { return };
+            let Some(key) = keys.get(depth) else {
+                // The write replaces this location: it reaches every list below it too.
+                node.settle_below(current);
+                return;
+            };
             let Some((_, child)) = node.children.iter_mut().find(|(name, _)| name == key) else {
                 return;
             };
             node = child;
             current = current.and_then(|value| lookup::child(value, key));
             depth += 1;
+        }
+    }
+
+    /// Every list below this location recorded as only appended to keeps its earlier
+    /// items apart, from `current`, the location's value before a write replaces it.
+    fn settle_below(&mut self, current: Option<&Value>) {
+        for (key, child) in &mut self.children {
+            let below = current.and_then(|value| lookup::child(value, key));
+            match child.snapshot {
+                Some(Before::ListOf(_)) => {
+                    child.snapshot = Some(Before::Value(child.original(below)));
+                }
+                Some(Before::Value(_)) => {}
+                None => child.settle_below(below),
+            }
         }
     }
 
@@ -780,6 +799,43 @@ mod tests {
                 serde_json::to_string(&object).unwrap(),
                 serde_json::to_string(&before).unwrap()
             );
+        }
+    }
+
+    /// A list a committed policy only appended to keeps its earlier items apart when a
+    /// later policy replaces a location above it, before the later policy's writes.
+    #[test]
+    fn replacing_above_an_appended_list_keeps_its_earlier_items() {
+        let before = json!({"spec": {"tolerations": ["t1"]}});
+        let tolerations = key_path(&["spec", "tolerations"]);
+        for roll_back_the_second in [false, true] {
+            let mut object = before.clone();
+            let mut journal = Journal::new();
+            Editor::new(&mut object, &mut journal)
+                .append(
+                    &tolerations,
+                    vec![json!("t2")],
+                    crate::policy::model::Position::Last,
+                )
+                .unwrap();
+            journal.commit();
+            let committed = object.clone();
+            let mut editor = Editor::new(&mut object, &mut journal);
+            editor
+                .set(&key_path(&["spec"]), json!({"tolerations": ["u1", "u2"]}))
+                .unwrap();
+            let mut item = tolerations.clone();
+            item.push(Token::Index(1));
+            editor.remove(&item);
+            if roll_back_the_second {
+                journal.rollback(&mut object);
+                assert_eq!(object, committed);
+            }
+            journal.commit();
+            assert_eq!(journal.patch(&object), json_patch::diff(&before, &object));
+            assert_eq!(journal.original(&object), before);
+            journal.rollback_all(&mut object);
+            assert_eq!(object, before);
         }
     }
 

@@ -86,7 +86,6 @@ fn request_field(request: &AdmissionRequest, field: &str) -> Value {
 
 /// The bindings one review shares between its policies, each built on first use: most
 /// policies use no CEL, and then no review pays for them.
-#[derive(Default)]
 pub struct SharedBindings {
     /// The fields of `request` the review's candidates can read.
     request_fields: RequestFields,
@@ -100,7 +99,8 @@ impl SharedBindings {
     pub fn new(request_fields: RequestFields) -> SharedBindings {
         SharedBindings {
             request_fields,
-            ..SharedBindings::default()
+            request: OnceCell::new(),
+            namespace_object: OnceCell::new(),
         }
     }
 
