@@ -559,14 +559,31 @@ fn below(
         .collect())
 }
 
-/// The value for one of a mutation's locations: a copy while more locations follow,
-/// the value itself for the last (most mutations have one location).
-fn take_or_copy<T: Clone>(value: &mut Option<T>, more_follow: bool) -> Option<T> {
-    if more_follow {
-        value.clone()
-    } else {
-        value.take()
+/// Writes `value` at each location `skip` does not turn down (asked just before the
+/// write), a copy while more locations follow and the value itself at the last: most
+/// mutations have one location.
+fn write_each<T: Clone>(
+    editor: &mut Editor<'_>,
+    locations: Vec<Vec<Token>>,
+    value: T,
+    skip: impl Fn(&Editor<'_>, &[Token]) -> bool,
+    mut write: impl FnMut(&mut Editor<'_>, &[Token], T) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let mut value = Some(value);
+    let mut locations = locations.into_iter().peekable();
+    while let Some(location) = locations.next() {
+        if skip(editor, &location) {
+            continue;
+        }
+        let copy = if locations.peek().is_some() {
+            value.clone()
+        } else {
+            value.take()
+        };
+        let Some(copy) = copy else { break };
+        write(editor, &location, copy)?;
     }
+    Ok(())
 }
 
 fn apply_target(
@@ -584,21 +601,14 @@ fn apply_target(
         ) => {
             let locations = below(editor.object(), &base, path, true)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
-            let mut value = Some(value);
-            let mut locations = locations.into_iter().peekable();
-            while let Some(location) = locations.next() {
-                if *if_absent
-                    && jsonpath::get(editor.object(), &location).is_some_and(|v| !v.is_null())
-                {
-                    continue;
-                }
-                let Some(value) = take_or_copy(&mut value, locations.peek().is_some()) else {
-                    break;
-                };
+            let present = |editor: &Editor<'_>, at: &[Token]| {
+                *if_absent && jsonpath::get(editor.object(), at).is_some_and(|v| !v.is_null())
+            };
+            write_each(editor, locations, value, present, |editor, at, value| {
                 editor
-                    .set(&location, value)
-                    .map_err(|e| failure(format!("{field}.path"), e))?;
-            }
+                    .set(at, value)
+                    .map_err(|e| failure(format!("{field}.path"), e))
+            })?;
         }
         (
             MutationKind::Merge {
@@ -618,16 +628,17 @@ fn apply_target(
                 if_absent: *if_absent,
                 position: *position,
             };
-            let mut value = Some(value);
-            let mut locations = locations.into_iter().peekable();
-            while let Some(location) = locations.next() {
-                let Some(value) = take_or_copy(&mut value, locations.peek().is_some()) else {
-                    break;
-                };
-                editor
-                    .merge_with(&location, value, options)
-                    .map_err(|e| failure(format!("{field}.value"), e))?;
-            }
+            write_each(
+                editor,
+                locations,
+                value,
+                |_, _| false,
+                |editor, at, value| {
+                    editor
+                        .merge_with(at, value, options)
+                        .map_err(|e| failure(format!("{field}.value"), e))
+                },
+            )?;
         }
         (MutationKind::Append { path, position, .. }, Some(value)) => {
             let Value::Array(items) = value else {
@@ -638,16 +649,17 @@ fn apply_target(
             };
             let locations = below(editor.object(), &base, path, true)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
-            let mut items = Some(items);
-            let mut locations = locations.into_iter().peekable();
-            while let Some(location) = locations.next() {
-                let Some(items) = take_or_copy(&mut items, locations.peek().is_some()) else {
-                    break;
-                };
-                editor
-                    .append(&location, items, *position)
-                    .map_err(|e| failure(format!("{field}.path"), e))?;
-            }
+            write_each(
+                editor,
+                locations,
+                items,
+                |_, _| false,
+                |editor, at, items| {
+                    editor
+                        .append(at, items, *position)
+                        .map_err(|e| failure(format!("{field}.path"), e))
+                },
+            )?;
         }
         (MutationKind::Remove { path }, _) => {
             let locations = below(editor.object(), &base, path, false)

@@ -98,15 +98,12 @@ impl Listed {
 
     /// What the candidates in `namespace` can see together; `None` when there are none.
     fn reads(&self, namespace: &str) -> Option<Reads> {
-        let named = self
-            .named(namespace)
-            .filter(|named| !named.positions.is_empty());
-        match (self.anywhere.positions.is_empty(), named) {
-            (true, None) => None,
-            (false, None) => Some(self.anywhere.reads),
-            (true, Some(named)) => Some(named.reads),
-            (false, Some(named)) => Some(self.anywhere.reads.union(named.reads)),
-        }
+        [Some(&self.anywhere), self.named(namespace)]
+            .into_iter()
+            .flatten()
+            .filter(|candidates| !candidates.positions.is_empty())
+            .map(|candidates| candidates.reads)
+            .reduce(Reads::union)
     }
 }
 
