@@ -379,33 +379,51 @@ fn list_merge_key(location: &[Token]) -> Option<&'static str> {
 /// values mean "remove" in a merge, so they are dropped, also inside the items of keyed
 /// lists (which later merges merge item by item); an empty keyed list adds nothing
 /// (`None`); other lists are replaced whole and kept as they are.
-fn insertable(value: Value, location: &mut Vec<Token>) -> Result<Option<Value>, EditError> {
+fn insertable(mut value: Value, location: &mut Vec<Token>) -> Result<Option<Value>, EditError> {
+    Ok(prune(&mut value, location)?.then_some(value))
+}
+
+/// Makes `value` insertable at `location` in place, as [`insertable`] describes; false
+/// when it adds nothing. Maps are pruned where they are, not rebuilt: most fragments hold
+/// no null, and a rebuilt map hashes every key again.
+fn prune(value: &mut Value, location: &mut Vec<Token>) -> Result<bool, EditError> {
     match value {
         Value::Object(map) => {
-            let mut kept = Map::new();
-            for (key, value) in map {
-                if value.is_null() {
-                    continue;
+            let mut dropped = false;
+            for (key, value) in map.iter_mut() {
+                match value {
+                    Value::Null => {
+                        dropped = true;
+                        continue;
+                    }
+                    // Kept as they are, without the location the containers need.
+                    Value::Bool(_) | Value::Number(_) | Value::String(_) => continue,
+                    Value::Object(_) | Value::Array(_) => {}
                 }
                 location.push(Token::Key(key.clone()));
-                let inserted = insertable(value, location);
+                let kept = prune(value, location);
                 location.pop();
-                if let Some(value) = inserted? {
-                    kept.insert(key, value);
+                if !kept? {
+                    // Dropped with the nulls below.
+                    *value = Value::Null;
+                    dropped = true;
                 }
             }
-            Ok(Some(Value::Object(kept)))
+            if dropped {
+                map.retain(|_, value| !value.is_null());
+            }
+            Ok(true)
         }
         Value::Array(items) => {
             let Some(key) = list_merge_key(location) else {
-                return Ok(Some(Value::Array(items)));
+                return Ok(true);
             };
             if items.is_empty() {
-                return Ok(None);
+                return Ok(false);
             }
-            let mut kept = Vec::with_capacity(items.len());
-            for (index, item) in items.into_iter().enumerate() {
-                if lookup::child(&item, key).is_none_or(Value::is_null) {
+            let mut dropped = false;
+            for (index, item) in items.iter_mut().enumerate() {
+                if lookup::child(item, key).is_none_or(Value::is_null) {
                     return Err(EditError::MergeKeyMissing {
                         at: jsonpath::display(location),
                         key,
@@ -413,13 +431,19 @@ fn insertable(value: Value, location: &mut Vec<Token>) -> Result<Option<Value>, 
                     });
                 }
                 location.push(Token::Index(index as i64));
-                let inserted = insertable(item, location);
+                let kept = prune(item, location);
                 location.pop();
-                kept.extend(inserted?);
+                if !kept? {
+                    *item = Value::Null;
+                    dropped = true;
+                }
             }
-            Ok(Some(Value::Array(kept)))
+            if dropped {
+                items.retain(|item| !item.is_null());
+            }
+            Ok(true)
         }
-        other => Ok(Some(other)),
+        _ => Ok(true),
     }
 }
 

@@ -195,18 +195,52 @@ fn merge_null_removes_a_key_and_a_second_merge_changes_nothing() {
     assert!(!journal.changed(&doc));
 }
 
+/// The object `{}` becomes when `fragment` is merged at `at`.
+fn merged_into_empty(at: &[Token], fragment: Value) -> Result<Value, EditError> {
+    let mut doc = json!({});
+    Editor::new(&mut doc, &mut Journal::new()).merge(at, fragment)?;
+    Ok(doc)
+}
+
 #[test]
 fn merge_into_missing_location_creates_it_without_nulls() {
-    let mut doc = json!({});
-    let mut journal = Journal::new();
-    let mut editor = Editor::new(&mut doc, &mut journal);
-    editor
-        .merge(
-            &[key("spec"), key("nodeSelector")],
-            json!({"a": "1", "b": null}),
-        )
-        .unwrap();
+    let doc = merged_into_empty(
+        &[key("spec"), key("nodeSelector")],
+        json!({"a": "1", "b": null}),
+    )
+    .unwrap();
     assert_eq!(doc, json!({"spec": {"nodeSelector": {"a": "1"}}}));
+}
+
+/// What a merge writes where nothing was: nulls dropped at every depth, inside keyed
+/// list items too, an empty keyed list left out with its key, the key order kept.
+#[test]
+fn merge_into_missing_location_prunes_at_every_depth() {
+    let doc = merged_into_empty(
+        &[key("spec")],
+        json!({
+            "z": {"gone": null, "kept": {"deeper": null, "x": 1}},
+            "containers": [{"name": "a", "image": null, "env": [{"name": "E", "value": null}]}],
+            "volumes": [],
+            "a": [null, 1],
+            "m": null,
+        }),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&doc).unwrap(),
+        r#"{"spec":{"z":{"kept":{"x":1}},"containers":[{"name":"a","env":[{"name":"E"}]}],"a":[null,1]}}"#
+    );
+    let error = merged_into_empty(
+        &[key("spec")],
+        json!({"containers": [{"name": "a"}, {"image": "i"}]}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "cannot merge into $.spec.containers: Kubernetes merges this list by \"name\", \
+         and item 1 of the value has no \"name\""
+    );
 }
 
 #[test]
