@@ -421,7 +421,6 @@ fn prune(value: &mut Value, location: &mut Vec<Token>) -> Result<bool, EditError
             if items.is_empty() {
                 return Ok(false);
             }
-            let mut dropped = false;
             for (index, item) in items.iter_mut().enumerate() {
                 if lookup::child(item, key).is_none_or(Value::is_null) {
                     return Err(EditError::MergeKeyMissing {
@@ -431,15 +430,10 @@ fn prune(value: &mut Value, location: &mut Vec<Token>) -> Result<bool, EditError
                     });
                 }
                 location.push(Token::Index(index as i64));
-                let kept = prune(item, location);
+                // An item with a merge key is a map, which is always kept.
+                let pruned = prune(item, location);
                 location.pop();
-                if !kept? {
-                    *item = Value::Null;
-                    dropped = true;
-                }
-            }
-            if dropped {
-                items.retain(|item| !item.is_null());
+                pruned?;
             }
             Ok(true)
         }
