@@ -34,7 +34,7 @@ WORK=$(mktemp -d /tmp/graft-load.XXXXXX)
 PORT_LIMIT=19443
 PORT_HAND=19444
 PORT_GRAFT=18443
-PORT_OPS=18080
+PORT_METRICS=18080
 BODY="$ROOT/benches/fixtures/pod-create-realistic.json"
 PIDS=()
 
@@ -111,7 +111,7 @@ start_graft() {
     local policies=$1 log=$2
     RUST_LOG=$GRAFT_LOG "${SERVER_CPU[@]}" "$BIN/graft" serve --policies "$policies" \
         --namespaces "$WORK/namespaces.yaml" \
-        --listen "127.0.0.1:$PORT_GRAFT" --metrics-listen "127.0.0.1:$PORT_OPS" \
+        --listen "127.0.0.1:$PORT_GRAFT" --metrics-listen "127.0.0.1:$PORT_METRICS" \
         --shutdown-grace 1s >"$log" 2>&1 &
     GRAFT_PID=$!
     PIDS+=("$GRAFT_PID")
