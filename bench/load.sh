@@ -101,10 +101,16 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 # The fields after the command name, which is in parentheses and may hold spaces.
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 
-# Microseconds of server CPU per request between two cpu_ticks readings.
-cpu_per_request() {
-    awk -v a="$1" -v b="$2" -v rps="$3" -v hz="$(getconf CLK_TCK)" -v s="$DURATION" \
-        'BEGIN {printf "%.0f", (b - a) * 1000000 / hz / (rps * s)}'
+# A fixed-rate run against the server PID (drive's arguments after it): summarise's fields,
+# then the microseconds of server CPU per request during the run.
+rate_run() {
+    local pid=$1 before summary
+    shift
+    before=$(cpu_ticks "$pid")
+    summary=$(summarise "$(drive "$@")")
+    awk -v a="$before" -v b="$(cpu_ticks "$pid")" -v hz="$(getconf CLK_TCK)" -v s="$DURATION" \
+        -v summary="$summary" \
+        'BEGIN {split(summary, f, "\t"); printf "%s\t%.0f\n", summary, (b - a) * 1000000 / hz / (f[1] * s)}'
 }
 
 start_graft() {
@@ -146,9 +152,7 @@ LIMIT_PID=$!
 PIDS+=("$LIMIT_PID")
 wait_for_port "$PORT_LIMIT"
 read -r L_RPS L_P50 L_P99 L_P999 L_ERR < <(summarise "$(drive $PORT_LIMIT "$WORK/limit-ca.pem" limit-max)")
-LR_CPU0=$(cpu_ticks "$LIMIT_PID")
-read -r LR_RPS LR_P50 LR_P99 LR_P999 LR_ERR < <(summarise "$(drive $PORT_LIMIT "$WORK/limit-ca.pem" limit-rate -q "$RATE" --latency-correction)")
-LR_CPU=$(cpu_per_request "$LR_CPU0" "$(cpu_ticks "$LIMIT_PID")" "$LR_RPS")
+read -r LR_RPS LR_P50 LR_P99 LR_P999 LR_ERR LR_CPU < <(rate_run "$LIMIT_PID" $PORT_LIMIT "$WORK/limit-ca.pem" limit-rate -q "$RATE" --latency-correction)
 stop "$LIMIT_PID"
 
 # 1b. The hand-written webhook: what graft replaces. It stops by itself too.
@@ -158,18 +162,14 @@ PIDS+=("$HAND_PID")
 wait_for_port "$PORT_HAND"
 check_answer "$PORT_HAND" "$WORK/hand-ca.pem" "the hand-written webhook"
 read -r B_RPS B_P50 B_P99 B_P999 B_ERR < <(summarise "$(drive $PORT_HAND "$WORK/hand-ca.pem" hand-max)")
-BR_CPU0=$(cpu_ticks "$HAND_PID")
-read -r BR_RPS BR_P50 BR_P99 BR_P999 BR_ERR < <(summarise "$(drive $PORT_HAND "$WORK/hand-ca.pem" hand-rate -q "$RATE" --latency-correction)")
-BR_CPU=$(cpu_per_request "$BR_CPU0" "$(cpu_ticks "$HAND_PID")" "$BR_RPS")
+read -r BR_RPS BR_P50 BR_P99 BR_P999 BR_ERR BR_CPU < <(rate_run "$HAND_PID" $PORT_HAND "$WORK/hand-ca.pem" hand-rate -q "$RATE" --latency-correction)
 stop "$HAND_PID"
 
 # 2. graft with 100 policies: maximum throughput, then half of it.
 start_graft "$WORK/p100" "$WORK/graft100.log"
 CA="/tmp/graft-ca-$PORT_GRAFT.pem"
 read -r G_RPS G_P50 G_P99 G_P999 G_ERR < <(summarise "$(drive $PORT_GRAFT "$CA" graft-max)")
-GR_CPU0=$(cpu_ticks "$GRAFT_PID")
-read -r GR_RPS GR_P50 GR_P99 GR_P999 GR_ERR < <(summarise "$(drive $PORT_GRAFT "$CA" graft-rate -q "$RATE" --latency-correction)")
-GR_CPU=$(cpu_per_request "$GR_CPU0" "$(cpu_ticks "$GRAFT_PID")" "$GR_RPS")
+read -r GR_RPS GR_P50 GR_P99 GR_P999 GR_ERR GR_CPU < <(rate_run "$GRAFT_PID" $PORT_GRAFT "$CA" graft-rate -q "$RATE" --latency-correction)
 HALF=$(awk -v r="$G_RPS" 'BEGIN {printf "%d", r / 2}')
 read -r H_RPS H_P50 H_P99 H_P999 H_ERR < <(summarise "$(drive $PORT_GRAFT "$CA" graft-half -q "$HALF" --latency-correction)")
 # The same rate timed from each request's send (no latency correction, so a stall of the
