@@ -54,17 +54,6 @@ cargo build --release --quiet --bin graft --example transport_limit \
     --example handwritten_webhook --example gen_policies
 BIN="$ROOT/target/release"
 "$BIN/examples/gen_policies" "$WORK/p100" 100 >/dev/null
-# The realistic pod's namespace as the benchmarks' `namespaces()` has it
-# (benches/support/policies.rs): labelled for the sidecar policy's namespaceSelector.
-# Without namespace data that policy fails and every review is denied.
-cat >"$WORK/namespaces.yaml" <<'YAML'
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: dynamo-system
-  labels:
-    sidecar-injection: enabled
-YAML
 "$BIN/examples/gen_policies" "$WORK/p1000" 1000 >/dev/null
 
 wait_for_port() {
@@ -116,7 +105,7 @@ rate_run() {
 start_graft() {
     local policies=$1 log=$2
     RUST_LOG=$GRAFT_LOG "${SERVER_CPU[@]}" "$BIN/graft" serve --policies "$policies" \
-        --namespaces "$WORK/namespaces.yaml" \
+        --namespaces "$ROOT/bench/namespaces.yaml" \
         --listen "127.0.0.1:$PORT_GRAFT" --metrics-listen "127.0.0.1:$PORT_METRICS" \
         --shutdown-grace 1s >"$log" 2>&1 &
     GRAFT_PID=$!
