@@ -60,7 +60,7 @@ pub fn parse_lean(
     policies: &PolicySet,
     namespaces: &dyn NamespaceSource,
 ) -> Result<(Review, NamespaceData), BadReview> {
-    let text = std::str::from_utf8(body)?;
+    let text = utf8(body)?;
     let mut decide_here = |request: &AdmissionRequest| decide(request, policies, namespaces);
     if let Some(parsed) = one_pass::parse(text, &mut decide_here) {
         return Ok(parsed);
@@ -87,8 +87,14 @@ pub fn parse(body: &[u8]) -> Result<Review, BadReview> {
         old_object: true,
         ..Reads::default()
     };
-    let text = std::str::from_utf8(body)?;
+    let text = utf8(body)?;
     Ok(parse_with(text, |_| (Some(everything), NamespaceData::NotLookedUp))?.0)
+}
+
+/// The body as text. simdutf8 only says whether the body is valid; for a body that is
+/// not, core's check says where, for the error.
+fn utf8(body: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    simdutf8::basic::from_utf8(body).or_else(|_| std::str::from_utf8(body))
 }
 
 /// The two-pass parse: the envelope, then the objects as `what` says (`None`: neither).

@@ -82,8 +82,15 @@ fn verbatim<S: serde::Serializer>(text: &Option<String>, serializer: S) -> Resul
     };
     // A backslash would be read as an escape; a quote or a control character makes
     // the raw value invalid. Either way the text is escaped the usual way.
-    let raw = (!text.contains('\\'))
-        .then(|| serde_json::value::RawValue::from_string(format!("\"{text}\"")).ok())
+    let raw = memchr::memchr(b'\\', text.as_bytes())
+        .is_none()
+        .then(|| {
+            let mut quoted = String::with_capacity(text.len() + 2);
+            quoted.push('"');
+            quoted.push_str(text);
+            quoted.push('"');
+            serde_json::value::RawValue::from_string(quoted).ok()
+        })
         .flatten();
     match raw {
         Some(raw) => raw.serialize(serializer),
@@ -122,8 +129,15 @@ pub struct Reviewed {
 
 impl Reviewed {
     pub fn to_json(&self) -> Vec<u8> {
-        // Serialising plain structs of strings, bools and maps cannot fail.
-        serde_json::to_vec(&self.response).unwrap_or_default()
+        // The patch is most of a response: room for it and the rest up front, instead of
+        // growing the buffer a doubling at a time.
+        let patch = self.response.response.patch.as_ref().map_or(0, String::len);
+        let mut json = Vec::with_capacity(patch + 512);
+        // Serialising plain structs of strings, bools and maps into a Vec cannot fail.
+        match serde_json::to_writer(&mut json, &self.response) {
+            Ok(()) => json,
+            Err(_) => Vec::new(),
+        }
     }
 }
 

@@ -200,14 +200,16 @@ fn evaluate_observed(
         return evaluation;
     };
     let facts = RequestFacts::of(request, operation, namespace);
-    let candidates: Vec<&CompiledPolicy> = policies
-        .candidates(
-            facts.resource,
-            facts.subresource,
-            operation,
-            facts.namespace,
-        )
-        .collect();
+    let listed = policies.candidates(
+        facts.resource,
+        facts.subresource,
+        operation,
+        facts.namespace,
+    );
+    // Sized once: a large set has hundreds of candidates for a pod.
+    let mut candidates: Vec<&CompiledPolicy> =
+        Vec::with_capacity(listed.size_hint().1.unwrap_or_default());
+    candidates.extend(listed);
     if candidates.is_empty() {
         return evaluation;
     }

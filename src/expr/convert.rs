@@ -6,6 +6,7 @@
 //! sorts map keys (CEL maps are unordered, graft's output must be
 //! deterministic) and bounds the result's size.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use cel::common::types::{
@@ -70,7 +71,7 @@ pub(super) fn number_to_val<'o>(n: &Number) -> Box<dyn Val + 'o> {
 /// A folded argument of a graft function that converts that argument to JSON on entry,
 /// converted once when the policy loads ([`super::fold`]). It keeps the argument's CEL
 /// type, so the function's overload still matches; it is only ever that argument, and
-/// only [`argument_to_json`] reads it.
+/// only [`argument_json`] reads it.
 #[derive(Debug)]
 pub struct JsonArgument {
     json: Value,
@@ -120,11 +121,12 @@ impl Val for JsonArgument {
 
 impl StaticVal for JsonArgument {}
 
-/// [`val_to_json`] for an argument that may have been converted at load.
-pub fn argument_to_json(value: &dyn Val) -> Result<Value, ExprError> {
+/// [`val_to_json`] for an argument that may have been converted at load: borrowed from
+/// the policy when it was, so a call copies nothing the function does not keep.
+pub fn argument_json(value: &dyn Val) -> Result<Cow<'_, Value>, ExprError> {
     match value.downcast_ref::<JsonArgument>() {
-        Some(argument) => Ok(argument.json.clone()),
-        None => val_to_json(value),
+        Some(argument) => Ok(Cow::Borrowed(&argument.json)),
+        None => val_to_json(value).map(Cow::Owned),
     }
 }
 

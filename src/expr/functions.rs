@@ -273,14 +273,12 @@ pub(super) fn json_argument(function: &str) -> Option<usize> {
 fn multus_networks<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     const NAME: &str = "multusNetworks";
     let [existing, desired, namespace] = arity::<3>(NAME, &args)?;
-    let desired = match convert::argument_to_json(desired).map_err(|e| fail(NAME, e))? {
-        Value::Array(items) => items,
-        other => {
-            return Err(fail(
-                NAME,
-                format!("desired networks must be a list, got {other}"),
-            ));
-        }
+    let desired = convert::argument_json(desired).map_err(|e| fail(NAME, e))?;
+    let Value::Array(desired) = desired.as_ref() else {
+        return Err(fail(
+            NAME,
+            format!("desired networks must be a list, got {desired}"),
+        ));
     };
     let text = multus::merge(
         string_arg(NAME, existing)?,

@@ -6,6 +6,8 @@
 //! writes the JSON form, leaving an existing JSON value byte-for-byte unchanged
 //! when nothing is added, so that a policy applied twice produces no patch.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::MAX_STRING_BYTES;
@@ -89,15 +91,15 @@ pub fn parse_resolved(value: &str, pod_namespace: &str) -> Result<Vec<Network>, 
 /// When nothing is added to a JSON value, `existing` is returned unchanged.
 pub fn merge(
     existing: &str,
-    desired: Vec<Value>,
+    desired: &[Value],
     pod_namespace: &str,
 ) -> Result<String, MultusError> {
-    let Networks { form, mut entries } = parse(existing)?;
+    let Networks { form, entries } = parse(existing)?;
     let normalized = desired
-        .into_iter()
+        .iter()
         .enumerate()
         .map(|(index, network)| normalize_desired(index, network))
-        .collect::<Result<Vec<Network>, MultusError>>()?;
+        .collect::<Result<Vec<Cow<'_, Network>>, MultusError>>()?;
     // Each entry's (name, namespace) is found once: the presence test compares strings.
     let mut new = vec![false; normalized.len()];
     let mut present: Vec<(&str, &str)> = entries
@@ -115,11 +117,10 @@ pub fn merge(
         return Ok(existing.to_string());
     }
     let added = normalized
-        .into_iter()
+        .iter()
         .zip(new)
-        .filter_map(|(n, new)| new.then_some(n));
-    entries.extend(added);
-    let list = Value::Array(entries.into_iter().map(Value::Object).collect());
+        .filter_map(|(network, new)| new.then_some(network.as_ref()));
+    let list: Vec<&Network> = entries.iter().chain(added).collect();
     let text = serde_json::to_string(&list).map_err(|e| MultusError::Annotation {
         reason: e.to_string(),
     })?;
@@ -195,22 +196,27 @@ fn parse_short(index: usize, item: &str) -> Result<Network, MultusError> {
 /// A desired network as it will be written: keys `name`, `namespace`,
 /// `interface` first, the rest sorted, so output never depends on how the
 /// policy built the map.
-fn normalize_desired(index: usize, network: Value) -> Result<Network, MultusError> {
+fn normalize_desired(index: usize, network: &Value) -> Result<Cow<'_, Network>, MultusError> {
     let invalid = |reason: String| MultusError::Desired { index, reason };
     let Value::Object(fields) = network else {
         return Err(invalid(format!(
             "expected a map with a 'name', got {network}"
         )));
     };
-    check_entry(&fields).map_err(invalid)?;
+    check_entry(fields).map_err(invalid)?;
     // A map from CEL comes with its keys sorted, which for `name` and `namespace` alone
     // is already the order entries are written in.
-    if in_written_order(&fields) {
-        return Ok(fields);
+    if in_written_order(fields) {
+        return Ok(Cow::Borrowed(fields));
     }
-    let mut entries: Vec<(String, Value)> = fields.into_iter().collect();
+    let mut entries: Vec<(&String, &Value)> = fields.iter().collect();
     entries.sort_by(|(a, _), (b, _)| written_order(a, b));
-    Ok(entries.into_iter().collect())
+    Ok(Cow::Owned(
+        entries
+            .into_iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+    ))
 }
 
 /// The order of keys in a written entry: `name`, `namespace`, `interface`, then the rest
@@ -272,7 +278,7 @@ mod tests {
     use serde_json::json;
 
     fn merged(existing: &str, desired: Value, ns: &str) -> String {
-        let desired = desired.as_array().cloned().unwrap_or_default();
+        let desired = desired.as_array().map(Vec::as_slice).unwrap_or_default();
         merge(existing, desired, ns).unwrap_or_else(|e| panic!("{existing}: {e}"))
     }
 
@@ -405,9 +411,7 @@ mod tests {
             "a b",
             r#"[{"name":"a","namespace":1}]"#,
         ] {
-            let err = merge(existing, Vec::new(), "ns")
-                .expect_err(existing)
-                .to_string();
+            let err = merge(existing, &[], "ns").expect_err(existing).to_string();
             assert!(err.contains(NETWORKS_ANNOTATION), "{existing}: {err}");
         }
     }
@@ -419,7 +423,7 @@ mod tests {
             json!([{"namespace": "n"}]),
             json!([{"name": ""}]),
         ] {
-            let desired = desired.as_array().cloned().unwrap_or_default();
+            let desired = desired.as_array().map(Vec::as_slice).unwrap_or_default();
             let err = merge("", desired, "ns").unwrap_err();
             assert!(
                 matches!(err, MultusError::Desired { index: 0, .. }),

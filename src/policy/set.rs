@@ -136,6 +136,10 @@ impl Iterator for Merged<'_> {
         *side = rest;
         Some(first)
     }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.anywhere.len() + self.named.len();
+        (left, Some(left))
+    }
 }
 
 /// Every policy in evaluation order, plus an index on (resource, subresource, operation)
