@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Where graft serve's CPU goes per request: the release build with line tables (the
-# `profiling` profile) serves the realistic pod with 100 policies at a fixed rate, `perf
+# Where a server's CPU goes per request: graft serve (the release build with line tables,
+# the `profiling` profile) serves the realistic pod with 100 policies at a fixed rate, `perf
 # record` samples it with DWARF call graphs, and every sample is charged to the first part
 # of the request path its stack is in. Loopback only; bounded in time.
 #
 #   bash bench/server_profile.sh                 # 2,000 req/s, 10 s sampled, log at info
 #   RATE=3000 DURATION=5 GRAFT_LOG=warn bash bench/server_profile.sh
-#   PIN=1 bash bench/server_profile.sh           # graft on CPU 0, oha on CPU 1
+#   PIN=1 bash bench/server_profile.sh           # the server on CPU 0, oha on CPU 1
+#   SERVER=handwritten PIN=1 bash bench/server_profile.sh
+#                                                # the hand-written webhook instead
 #
 # Needs perf (linux-perf), oha and jq. Prints a Markdown table: part, share of samples,
 # and microseconds of CPU per request (that share of the server's CPU time per request,
@@ -18,6 +20,7 @@ RATE=${RATE:-2000}
 CONNECTIONS=${CONNECTIONS:-16}
 GRAFT_LOG=${GRAFT_LOG:-info}
 PIN=${PIN:-0}
+SERVER=${SERVER:-graft}
 SERVER_CPU=()
 LOAD_CPU=()
 if [ "$PIN" = 1 ]; then
@@ -31,31 +34,42 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/graft-profile.XXXXXX)
 PORT=18453
 BODY="$ROOT/benches/fixtures/pod-create-realistic.json"
-GRAFT_PID=
+SERVER_PID=
 cleanup() {
-    if [ -n "$GRAFT_PID" ]; then
-        kill "$GRAFT_PID" 2>/dev/null || true
-        wait "$GRAFT_PID" 2>/dev/null || true
+    if [ -n "$SERVER_PID" ]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
     fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 cd "$ROOT"
-cargo build --profile profiling --quiet --bin graft
-cargo build --release --quiet --example gen_policies
-"$ROOT/target/release/examples/gen_policies" "$WORK/p100" 100 >/dev/null
-
-RUST_LOG=$GRAFT_LOG "${SERVER_CPU[@]}" "$ROOT/target/profiling/graft" serve \
-    --policies "$WORK/p100" --namespaces "$ROOT/bench/namespaces.yaml" \
-    --listen "127.0.0.1:$PORT" --metrics-listen 127.0.0.1:0 --shutdown-grace 1s \
-    >"$WORK/graft.log" 2>&1 &
-GRAFT_PID=$!
+case "$SERVER" in
+    graft)
+        cargo build --profile profiling --quiet --bin graft
+        cargo build --release --quiet --example gen_policies
+        "$ROOT/target/release/examples/gen_policies" "$WORK/p100" 100 >/dev/null
+        RUST_LOG=$GRAFT_LOG "${SERVER_CPU[@]}" "$ROOT/target/profiling/graft" serve \
+            --policies "$WORK/p100" --namespaces "$ROOT/bench/namespaces.yaml" \
+            --listen "127.0.0.1:$PORT" --metrics-listen 127.0.0.1:0 --shutdown-grace 1s \
+            >"$WORK/server.log" 2>&1 &
+        CA="/tmp/graft-ca-$PORT.pem"
+        ;;
+    handwritten)
+        cargo build --profile profiling --quiet --example handwritten_webhook
+        # It stops by itself after the warm-up and both runs, if nothing stops it first.
+        "${SERVER_CPU[@]}" "$ROOT/target/profiling/examples/handwritten_webhook" \
+            "127.0.0.1:$PORT" "$WORK/ca.pem" $((DURATION * 2 + 30)) >"$WORK/server.log" 2>&1 &
+        CA="$WORK/ca.pem"
+        ;;
+    *) echo "SERVER is graft or handwritten, not $SERVER" >&2; exit 1 ;;
+esac
+SERVER_PID=$!
 for _ in $(seq 1 100); do
     (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
     sleep 0.1
 done
-CA="/tmp/graft-ca-$PORT.pem"
 
 drive() {
     "${LOAD_CPU[@]}" oha --no-tui --output-format json -z "$1s" -c "$CONNECTIONS" \
@@ -67,38 +81,57 @@ cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 # A warm-up, so the blocking pool's threads exist and the caches are filled; then the CPU
 # per request, measured without perf (whose unwinding the sampled process pays for).
 drive 2
-before=$(cpu_ticks "$GRAFT_PID")
+before=$(cpu_ticks "$SERVER_PID")
 drive "$DURATION"
-after=$(cpu_ticks "$GRAFT_PID")
+after=$(cpu_ticks "$SERVER_PID")
 rps=$(jq -r '.summary.requestsPerSec' "$WORK/oha.json")
 non200=$(jq -r '[.statusCodeDistribution | to_entries[] | select(.key != "200") | .value] | add // 0' "$WORK/oha.json")
 cpu_us=$(awk -v a="$before" -v b="$after" -v hz="$(getconf CLK_TCK)" -v r="$rps" -v s="$DURATION" \
     'BEGIN {printf "%.1f", (b - a) * 1000000 / hz / (r * s)}')
-perf record --quiet -F 999 --call-graph dwarf,16384 -p "$GRAFT_PID" -o "$WORK/perf.data" \
+perf record --quiet -F 999 --call-graph dwarf,16384 -p "$SERVER_PID" -o "$WORK/perf.data" \
     -- sleep "$DURATION" 2>/dev/null &
 PERF_PID=$!
 drive "$DURATION"
 wait "$PERF_PID"
 
-echo "# graft serve, 100 policies, $RATE req/s for ${DURATION}s (got $(printf '%.0f' "$rps"), $non200 non-200)," \
-     "log at $GRAFT_LOG, $([ "$PIN" = 1 ] && echo "graft on CPU 0, oha on CPU 1" || echo "not pinned");" \
+case "$SERVER" in
+    graft) what="graft serve, 100 policies, log at $GRAFT_LOG" ;;
+    handwritten) what="the hand-written webhook (examples/handwritten_webhook.rs)" ;;
+esac
+echo "# $what, $RATE req/s for ${DURATION}s (got $(printf '%.0f' "$rps"), $non200 non-200)," \
+     "$([ "$PIN" = 1 ] && echo "the server on CPU 0, oha on CPU 1" || echo "not pinned");" \
      "server CPU $cpu_us µs per request"
 echo
 # One sample a paragraph: a header line, then its stack, innermost frame first. A sample is
 # charged to the first part, in this order, that its stack names (frames carry the types
 # of generic code, so every frame under the connection's task names hyper and rustls).
-perf script -i "$WORK/perf.data" 2>/dev/null | awk -v cpu="$cpu_us" '
+# The hand-written webhook's review is inlined into its handler: its parts are told by the
+# crates its frames are in.
+perf script -i "$WORK/perf.data" 2>/dev/null | awk -v cpu="$cpu_us" -v server="$SERVER" '
     function has(words,    w, k, i) {
         k = split(words, w, ";")
         for (i = 1; i <= k; i++) if (index($0, w[i])) return 1
         return 0
     }
-    BEGIN { RS = "" }
+    BEGIN {
+        RS = ""
+        if (server == "graft") {
+            order = "parse (admission::parse_lean)|evaluation and response (admission::answer)|response JSON (Reviewed::to_json)|log line and metrics (routes::record)|freeing the review|tracing: the review span|hand-off to the blocking pool and back|AES-GCM (ring)|the connection: TLS records, HTTP, socket I/O, timers|other"
+        } else {
+            order = "the review: parse, rule, response, freeing it (serde_json, base64, handwritten_review)|AES-GCM (ring)|the connection: TLS records, HTTP, socket I/O, timers|other"
+        }
+    }
     {
         total++
         split($0, line, "\n")
         leaf = line[2]
-        if (has("parse_lean")) part = "parse (admission::parse_lean)"
+        if (server != "graft") {
+            if (has("serde_json;handwritten_review;base64")) part = "the review: parse, rule, response, freeing it (serde_json, base64, handwritten_review)"
+            else if (index(leaf, "ring_core")) part = "AES-GCM (ring)"
+            else if (has("hyper;tokio")) part = "the connection: TLS records, HTTP, socket I/O, timers"
+            else part = "other"
+        }
+        else if (has("parse_lean")) part = "parse (admission::parse_lean)"
         else if (has("admission::answer")) part = "evaluation and response (admission::answer)"
         else if (has("to_json")) part = "response JSON (Reviewed::to_json)"
         else if (has("routes::record")) part = "log line and metrics (routes::record)"
@@ -111,11 +144,11 @@ perf script -i "$WORK/perf.data" 2>/dev/null | awk -v cpu="$cpu_us" '
         count[part]++
     }
     END {
-        n = split("parse (admission::parse_lean)|evaluation and response (admission::answer)|response JSON (Reviewed::to_json)|log line and metrics (routes::record)|freeing the review|tracing: the review span|hand-off to the blocking pool and back|AES-GCM (ring)|the connection: TLS records, HTTP, socket I/O, timers|other", order, "|")
+        n = split(order, parts, "|")
         print "| part | share of samples | µs per request |"
         print "|---|---:|---:|"
         for (i = 1; i <= n; i++) {
-            printf "| %s | %.1f%% | %.1f |\n", order[i], 100 * count[order[i]] / total, cpu * count[order[i]] / total
+            printf "| %s | %.1f%% | %.1f |\n", parts[i], 100 * count[parts[i]] / total, cpu * count[parts[i]] / total
         }
         printf "| all (%d samples) | 100%% | %.1f |\n", total, cpu
     }'
