@@ -50,20 +50,13 @@ trap cleanup EXIT
 command -v oha >/dev/null || { echo "oha not found: cargo install oha --locked" >&2; exit 1; }
 
 cd "$ROOT"
+# shellcheck source=bench/common.sh
+source "$ROOT/bench/common.sh"
 cargo build --release --quiet --bin graft --example transport_limit \
     --example handwritten_webhook --example gen_policies
 BIN="$ROOT/target/release"
 "$BIN/examples/gen_policies" "$WORK/p100" 100 >/dev/null
 "$BIN/examples/gen_policies" "$WORK/p1000" 1000 >/dev/null
-
-wait_for_port() {
-    for _ in $(seq 1 100); do
-        (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "nothing listens on 127.0.0.1:$1" >&2
-    exit 1
-}
 
 # oha against 127.0.0.1:$1 with CA $2; extra flags after. Prints the JSON report path.
 drive() {
@@ -86,10 +79,6 @@ summarise() {
 
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
-# CPU time the process has used, all its threads (ended ones included), in clock ticks.
-# The fields after the command name, which is in parentheses and may hold spaces.
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-
 # A fixed-rate run against the server PID (drive's arguments after it): summarise's fields,
 # then the microseconds of server CPU per request during the run.
 rate_run() {
@@ -97,9 +86,8 @@ rate_run() {
     shift
     before=$(cpu_ticks "$pid")
     summary=$(summarise "$(drive "$@")")
-    awk -v a="$before" -v b="$(cpu_ticks "$pid")" -v hz="$(getconf CLK_TCK)" -v s="$DURATION" \
-        -v summary="$summary" \
-        'BEGIN {split(summary, f, "\t"); printf "%s\t%.0f\n", summary, (b - a) * 1000000 / hz / (f[1] * s)}'
+    printf '%s\t%s\n' "$summary" \
+        "$(cpu_us_per_request "$before" "$(cpu_ticks "$pid")" "$(cut -f1 <<<"$summary")" "$DURATION")"
 }
 
 start_graft() {

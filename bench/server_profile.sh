@@ -45,6 +45,8 @@ cleanup() {
 trap cleanup EXIT
 
 cd "$ROOT"
+# shellcheck source=bench/common.sh
+source "$ROOT/bench/common.sh"
 case "$SERVER" in
     graft)
         cargo build --profile profiling --quiet --bin graft
@@ -66,17 +68,13 @@ case "$SERVER" in
     *) echo "SERVER is graft or handwritten, not $SERVER" >&2; exit 1 ;;
 esac
 SERVER_PID=$!
-for _ in $(seq 1 100); do
-    (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-    sleep 0.1
-done
+wait_for_port "$PORT"
 
 drive() {
     "${LOAD_CPU[@]}" oha --no-tui --output-format json -z "$1s" -c "$CONNECTIONS" \
         --cacert "$CA" -m POST -T application/json -D "$BODY" -q "$RATE" --latency-correction \
         "https://127.0.0.1:$PORT/mutate?timeout=10s" >"$WORK/oha.json"
 }
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 
 # A warm-up, so the blocking pool's threads exist and the caches are filled; then the CPU
 # per request, measured without perf (whose unwinding the sampled process pays for).
@@ -86,8 +84,7 @@ drive "$DURATION"
 after=$(cpu_ticks "$SERVER_PID")
 rps=$(jq -r '.summary.requestsPerSec' "$WORK/oha.json")
 non200=$(jq -r '[.statusCodeDistribution | to_entries[] | select(.key != "200") | .value] | add // 0' "$WORK/oha.json")
-cpu_us=$(awk -v a="$before" -v b="$after" -v hz="$(getconf CLK_TCK)" -v r="$rps" -v s="$DURATION" \
-    'BEGIN {printf "%.1f", (b - a) * 1000000 / hz / (r * s)}')
+cpu_us=$(cpu_us_per_request "$before" "$after" "$rps" "$DURATION")
 perf record --quiet -F 999 --call-graph dwarf,16384 -p "$SERVER_PID" -o "$WORK/perf.data" \
     -- sleep "$DURATION" 2>/dev/null &
 PERF_PID=$!

@@ -136,6 +136,7 @@ impl Iterator for Merged<'_> {
         *side = rest;
         Some(first)
     }
+
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = self.anywhere.len() + self.named.len();
         (left, Some(left))

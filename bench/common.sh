@@ -1,0 +1,21 @@
+# Shared by bench/load.sh and bench/server_profile.sh (sourced, not run).
+
+# Waits up to 10 s for something to listen on 127.0.0.1:$1; exits the script otherwise.
+wait_for_port() {
+    for _ in $(seq 1 100); do
+        (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on 127.0.0.1:$1" >&2
+    exit 1
+}
+
+# CPU time the process has used, all its threads (ended ones included), in clock ticks.
+# The fields after the command name, which is in parentheses and may hold spaces.
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+
+# Microseconds of CPU per request: ticks before and after a run, its req/s and seconds.
+cpu_us_per_request() {
+    awk -v a="$1" -v b="$2" -v r="$3" -v s="$4" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN {printf "%.1f", (b - a) * 1000000 / hz / (r * s)}'
+}
