@@ -133,3 +133,24 @@ fn lint_flag_lints_and_exits() -> Result {
     assert_eq!(output.status.code(), Some(0));
     Ok(())
 }
+
+/// Log lines reach stdout through a buffer (`cli/log_writer.rs`): the last line logged
+/// before the process exits is still written out.
+#[test]
+fn the_last_line_before_exit_is_written_out() -> Result {
+    let pki = Pki::new("test CA")?;
+    let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
+    let policies = tempfile::tempdir()?;
+    std::fs::write(policies.path().join("broken.yaml"), "kind: [unclosed\n")?;
+    let output = serve_command(policies.path(), &secret).output()?;
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8(output.stdout)?;
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().ok_or("no log")?)?;
+    assert_eq!(
+        last["message"], "the policy set is invalid; not serving",
+        "{stdout}"
+    );
+    assert_eq!(last["level"], "ERROR", "{stdout}");
+    assert_eq!(last["problems"], 1, "{stdout}");
+    Ok(())
+}

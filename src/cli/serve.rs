@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use super::log_writer::{self, Flusher};
 use crate::server::config::{EventsConfig, NamespaceConfig, parse_duration};
 use crate::server::{self, CertSource, Config, Limits, StartError};
 use crate::watch::{WatchConfig, WatchMode};
@@ -101,7 +102,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &args.policies,
         )));
     }
-    init_logging(args.log_format)?;
+    // Held until the server has stopped: dropping it writes out the last lines.
+    let _log_writer = init_logging(args.log_format)?;
     let config = config(args);
     // Evaluations run on the blocking pool (a panic costs one request). Each blocking
     // thread keeps its own stack and allocator heap, so the pool is sized to the cores:
@@ -164,17 +166,22 @@ fn config(args: Flags) -> Config {
     }
 }
 
-fn init_logging(format: LogFormat) -> anyhow::Result<()> {
+/// Logs to stdout through an in-memory buffer ([`log_writer`]); the returned flusher
+/// writes out what is left when it is dropped.
+fn init_logging(format: LogFormat) -> anyhow::Result<Flusher> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colour codes only on a terminal: in a pod they would garble the log collector.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let (writer, flusher) = log_writer::start().context("cannot start the log's flusher")?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_writer(writer)
         .with_ansi(ansi);
     let result = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
-    result.map_err(|error| anyhow::anyhow!("cannot set up logging: {error}"))
+    result.map_err(|error| anyhow::anyhow!("cannot set up logging: {error}"))?;
+    Ok(flusher)
 }
