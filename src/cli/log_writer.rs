@@ -148,15 +148,19 @@ mod tests {
 
     use super::*;
 
-    /// An output that keeps what is written to it, and counts the writes.
+    /// An output that keeps what is written to it, counts the writes, and says so
+    /// on its channel, when it has one.
     #[derive(Clone, Default)]
-    struct Sink(Arc<Mutex<(Vec<u8>, usize)>>);
+    struct Sink(Arc<Mutex<(Vec<u8>, usize)>>, Option<mpsc::Sender<()>>);
 
     impl Write for Sink {
         fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
             let mut sink = self.0.lock().unwrap();
             sink.0.extend_from_slice(bytes);
             sink.1 += 1;
+            if let Some(written) = &self.1 {
+                let _ = written.send(());
+            }
             Ok(bytes.len())
         }
 
@@ -221,28 +225,12 @@ mod tests {
         assert_eq!(sink.text(), "before\nwarned\nfailed\n");
     }
 
-    /// A sink that says when it is written to.
-    struct Notifying(Sink, mpsc::Sender<()>);
-
-    impl Write for Notifying {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            let written = self.0.write(bytes)?;
-            let _ = self.1.send(());
-            Ok(written)
-        }
-
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn the_flusher_writes_info_lines_on_its_own() {
-        let sink = Sink::default();
         let (written, write) = mpsc::channel();
-        let output = Notifying(sink.clone(), written);
-        let (buffer, _flusher) = start_with(output, Duration::from_millis(1)).unwrap();
-        buffer.make_writer_for(info()).write_all(b"soon\n").unwrap();
+        let sink = Sink(Arc::default(), Some(written));
+        let (buffer, _flusher) = start_with(sink.clone(), Duration::from_millis(1)).unwrap();
+        line(&buffer, info(), "soon\n");
         write
             .recv_timeout(Duration::from_secs(10))
             .expect("never flushed");
