@@ -105,12 +105,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Held until the server has stopped: dropping it writes out the last lines.
     let _log_writer = init_logging(args.log_format)?;
     let config = config(args);
-    // Evaluations run on the blocking pool (a panic costs one request). Each blocking
-    // thread keeps its own stack and allocator heap, so the pool is sized to the cores:
-    // more threads than cores only add memory and queueing, never throughput.
-    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    // Reviews are evaluated on graft's own pool (`server::evaluation_pool`); Tokio's
+    // blocking pool only loads policy sets.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .max_blocking_threads((2 * cores).max(4))
         .enable_all()
         .build()
         .context("cannot start the Tokio runtime")?;

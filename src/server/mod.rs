@@ -12,7 +12,8 @@
 //! - [`namespace_supply`]: running that cache only while the policy set needs it.
 //! - [`kube_api`]: the Kubernetes API client (in-cluster, or `--kubeconfig`).
 //! - [`events`]: Kubernetes Events about reviews (`--events`), recorded off the request path.
-//! - [`routes`]: `POST /mutate`; [`deadline`]: its time budget; [`labels`]: its metric labels.
+//! - [`routes`]: `POST /mutate`; [`deadline`]: its time budget; [`labels`]: its metric labels;
+//!   [`evaluation_pool`]: the threads its reviews are evaluated on.
 //! - [`metrics_listener`]: `/healthz`, `/readyz`, `/metrics` on the plain-HTTP listener
 //!   of `--metrics-listen`.
 //! - [`state`]: what handlers and reloaders share (policy set, readiness, metrics).
@@ -21,6 +22,7 @@
 pub mod cert_reload;
 pub mod config;
 pub mod deadline;
+pub mod evaluation_pool;
 pub mod events;
 pub mod kube_api;
 pub mod labels;

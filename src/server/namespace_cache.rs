@@ -128,7 +128,7 @@ impl NamespaceSource for NamespaceCache {
 impl NamespaceCache {
     /// Reads one namespace from the API. The result is not stored: the watch delivers
     /// it (and any later change) in order, and a stored read could overwrite a newer
-    /// event. Called on a blocking thread, as reviews are; the request itself runs on
+    /// event. Called on an evaluation thread, as reviews are; the request itself runs on
     /// the runtime, and the wait is bounded.
     fn fetch(&self, name: &str) -> NamespaceData {
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);

@@ -22,6 +22,7 @@ use tracing::Instrument;
 use tracing::field::Empty;
 
 use super::config::Limits;
+use super::evaluation_pool::{EvaluationPool, JobFailed};
 use super::state::State;
 use super::{deadline, labels};
 use crate::admission::{self, AdmissionRequest, Reviewed};
@@ -134,7 +135,7 @@ async fn route(
     };
 
     // Everything from parsing to the response bytes, the log line and the metrics runs
-    // on one blocking thread, which also drops the parsed review: a review allocates
+    // on one evaluation thread, which also drops the parsed review: a review allocates
     // hundreds of small values, and freeing them on another thread than the one that
     // allocated them cost a fifth of the server's CPU in the allocator's slow paths.
     let state = Arc::clone(state);
@@ -193,16 +194,23 @@ async fn route(
     Ok(json_response(StatusCode::OK, answered))
 }
 
-/// Runs CPU-bound evaluation off the async workers, and turns a panic into `Err(())` so
-/// one bad request costs one 500 and never the process or its other connections.
+/// Runs CPU-bound evaluation off the async workers, on the evaluation pool, and turns a
+/// panic into `Err(())` so one bad request costs one 500 and never the process or its
+/// other connections.
 pub async fn isolated<T, F>(work: F) -> Result<T, ()>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    tokio::task::spawn_blocking(work).await.map_err(|error| {
-        tracing::error!(%error, "evaluation panicked");
-    })
+    EvaluationPool::global()
+        .run(work)
+        .await
+        .map_err(|failed| match failed {
+            JobFailed::Panicked(panic) => tracing::error!(%panic, "evaluation panicked"),
+            JobFailed::NoThread(error) => {
+                tracing::error!(%error, "no evaluation thread could be started");
+            }
+        })
 }
 
 /// Names the review's span: uid, kind and `namespace/name` (object contents never).
