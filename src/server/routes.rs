@@ -207,9 +207,7 @@ where
         .await
         .map_err(|failed| match failed {
             JobFailed::Panicked(panic) => tracing::error!(%panic, "evaluation panicked"),
-            JobFailed::NoThread(error) => {
-                tracing::error!(%error, "no evaluation thread could be started");
-            }
+            JobFailed::NotRun => tracing::error!("no evaluation thread could run the review"),
         })
 }
 
