@@ -10,7 +10,9 @@
 //! review without sleeping: at the maximum rate, 0.85 context switches per review against
 //! 1.4 (BENCHMARKS.md). While reviews do not overlap, one thread answers them all, with
 //! its allocator heap and stack warm; more threads start (up to the limit) only while
-//! reviews overlap, which keeps a slow review from holding up the rest.
+//! reviews overlap, which keeps a slow review from holding up the rest. The threads are
+//! batch threads to the kernel ([`schedule_as_batch`]): woken for a review on a busy
+//! core, one waits for the async worker to yield instead of preempting it.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -187,6 +189,7 @@ impl Shared {
 
     /// A thread's life: take the oldest queued job, or wait at the top of the idle stack.
     fn work(&self) {
+        schedule_as_batch();
         let me = thread::current();
         let finished = || Self::go_idle(&mut self.lock(), &me);
         loop {
@@ -232,6 +235,31 @@ impl Shared {
         }
     }
 }
+
+/// Asks the kernel to schedule the calling thread as a batch thread (`SCHED_BATCH`, at
+/// nice 0): it gets its fair share of the CPU as before, but its wake-up does not preempt
+/// the running thread. On a busy core that is the async worker, which then finishes the
+/// reads and writes of its ready connections, and hands over further reviews, before the
+/// evaluation runs, instead of being switched out once per review (BENCHMARKS.md).
+/// Where the kernel refuses, the thread keeps the default policy.
+#[cfg(target_os = "linux")]
+fn schedule_as_batch() {
+    use thread_priority::{
+        NormalThreadSchedulePolicy, ThreadPriority, ThreadPriorityOsValue, ThreadSchedulePolicy,
+    };
+    let batch = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch);
+    let nice_zero = ThreadPriority::Os(ThreadPriorityOsValue::default());
+    let native = thread_priority::thread_native_id();
+    if let Err(error) = thread_priority::set_thread_priority_and_policy(native, nice_zero, batch) {
+        tracing::debug!(
+            ?error,
+            "an evaluation thread keeps the default scheduling policy"
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn schedule_as_batch() {}
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {
     payload
@@ -408,5 +436,17 @@ mod tests {
             // The new thread may have ended again already, when this test was descheduled.
             assert!(pool.shared.lock().started <= 1);
         });
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn evaluation_threads_are_scheduled_as_batch_threads() {
+        use thread_priority::{NormalThreadSchedulePolicy, ThreadSchedulePolicy};
+        let pool = EvaluationPool::new(1, Duration::from_secs(60));
+        let policy = runtime().block_on(pool.run(thread_priority::thread_schedule_policy));
+        assert_eq!(
+            policy.expect("ran").expect("policy read"),
+            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch)
+        );
     }
 }
