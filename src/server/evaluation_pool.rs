@@ -8,7 +8,7 @@
 //! thread that went idle last. Under load that thread has often not gone to sleep yet (it
 //! lists itself as idle before it hands its previous result over), so it takes the next
 //! review without sleeping: at the maximum rate, 0.85 context switches per review against
-//! 1.4 (BENCHMARKS.md). While reviews do not overlap, one thread answers them all, with
+//! 1.4, and 0.5–0.6 once the threads are batch threads (below; BENCHMARKS.md). While reviews do not overlap, one thread answers them all, with
 //! its allocator heap and stack warm; more threads start (up to the limit) only while
 //! reviews overlap, which keeps a slow review from holding up the rest. The threads are
 //! batch threads to the kernel ([`schedule_as_batch`]): woken for a review on a busy
