@@ -70,13 +70,19 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The captured reviews, the golden suites' reviews and the realistic pod's.
+fn valid_reviews() -> Vec<PathBuf> {
+    let mut files = json_files(&root().join("tests/fixtures"));
+    files.extend(json_files(&root().join("tests/policies/reviews")));
+    files.push(root().join("benches/fixtures/pod-create-realistic.json"));
+    files
+}
+
 #[test]
 fn captured_reviews_and_bad_inputs_are_answered_alike() {
     let set = example_policies();
-    let mut files = json_files(&root().join("tests/fixtures"));
-    files.extend(json_files(&root().join("tests/policies/reviews")));
+    let mut files = valid_reviews();
     files.extend(json_files(&root().join("tests/bad_inputs")));
-    files.push(root().join("benches/fixtures/pod-create-realistic.json"));
     let mut answered = 0;
     for file in &files {
         let body = std::fs::read(file).expect("read");
@@ -95,6 +101,41 @@ fn captured_reviews_and_bad_inputs_are_answered_alike() {
         }
     }
     assert!(answered >= 10, "{answered}");
+}
+
+/// `body` with the fields of its review and of its request in reverse order: the
+/// routing fields after the objects, `oldObject` before `object`.
+fn reversed(body: &[u8]) -> Option<Vec<u8>> {
+    fn reverse(map: &mut serde_json::Map<String, Value>) {
+        let fields: Vec<(String, Value)> = std::mem::take(map).into_iter().rev().collect();
+        map.extend(fields);
+    }
+    let mut review: Value = serde_json::from_slice(body).ok()?;
+    let request = review.get_mut("request")?.as_object_mut()?;
+    reverse(request);
+    reverse(review.as_object_mut()?);
+    serde_json::to_vec(&review).ok()
+}
+
+#[test]
+fn a_body_in_another_order_than_the_apiservers_is_answered_the_same() {
+    let set = example_policies();
+    let mut compared = 0;
+    for file in &valid_reviews() {
+        let body = std::fs::read(file).expect("read");
+        let name = file.display().to_string();
+        let other = reversed(&body).expect("a review with a request");
+        let in_order = check_same(&set, &body, &name).expect("answered");
+        let reordered = check_same(&set, &other, &format!("{name}, reversed"))
+            .expect("answered in another order");
+        assert_eq!(
+            String::from_utf8_lossy(&in_order),
+            String::from_utf8_lossy(&reordered),
+            "{name}"
+        );
+        compared += 1;
+    }
+    assert!(compared >= 6, "{compared}");
 }
 
 fn policy(spec: Value) -> PolicySet {

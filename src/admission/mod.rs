@@ -1,9 +1,9 @@
 //! AdmissionReview in and out: the one path shared by `graft serve` and `graft review`
 //! ([`review_lean`]), so the two can never disagree.
 //!
-//! One parse (`lean.rs`): [`parse`] and [`review`] build the whole request;
-//! [`parse_lean`] and [`review_lean`] build only what the candidate policies can see,
-//! and answer alike. Responses are serialised straight from typed
+//! One parse (`parse.rs`), one pass over the body: [`parse`] and [`review`] build the
+//! whole request; [`parse_lean`] and [`review_lean`] build only what the candidate
+//! policies can see (`objects.rs`), and answer alike. Responses are serialised straight from typed
 //! structs (no intermediate `Value` tree).
 
 use base64::Engine as _;
@@ -14,10 +14,10 @@ use crate::namespaces::{NamespaceData, NamespaceSource};
 use crate::policy::compiled::Operation;
 use crate::policy::{PolicySet, Reads};
 
-mod lean;
-mod one_pass;
+mod objects;
+mod parse;
 
-pub use lean::{parse, parse_lean, review_lean};
+pub use parse::{parse, parse_lean, review_lean};
 // The request itself is a Kubernetes type the engine reads; it lives in `k8s`, so the
 // engine does not import this module, which imports the engine.
 pub use crate::k8s::admission_request::{AdmissionRequest, GroupVersionKind, GroupVersionResource};
@@ -167,7 +167,7 @@ pub fn review(
 
 /// What the candidate policies for a request can see, together; `None` when no policy
 /// is a candidate.
-fn candidate_reads<O>(request: &AdmissionRequest<O>, policies: &PolicySet) -> Option<Reads> {
+fn candidate_reads(request: &AdmissionRequest, policies: &PolicySet) -> Option<Reads> {
     let operation = Operation::parse(&request.operation)?;
     policies.candidate_reads(
         &request.resource.resource,
@@ -180,16 +180,16 @@ fn candidate_reads<O>(request: &AdmissionRequest<O>, policies: &PolicySet) -> Op
 /// The data of the request's namespace, looked up in `namespaces` only when the request
 /// is namespaced and a candidate policy needs it: a review no policy asks about the
 /// namespace for costs no lookup.
-pub fn resolve_namespace<O>(
-    request: &AdmissionRequest<O>,
+pub fn resolve_namespace(
+    request: &AdmissionRequest,
     policies: &PolicySet,
     namespaces: &dyn NamespaceSource,
 ) -> NamespaceData {
     resolve(request, candidate_reads(request, policies), namespaces)
 }
 
-fn resolve<O>(
-    request: &AdmissionRequest<O>,
+fn resolve(
+    request: &AdmissionRequest,
     reads: Option<Reads>,
     namespaces: &dyn NamespaceSource,
 ) -> NamespaceData {

@@ -24,12 +24,12 @@ pub struct GroupVersionResource {
     pub resource: String,
 }
 
-/// The part of an AdmissionRequest the engine uses; unknown fields are ignored. `O` is
-/// the type of the objects: parsed (`Value`), or still raw JSON while a lean parse
-/// decides what of them to parse.
+/// The part of an AdmissionRequest the engine uses; unknown fields are ignored.
+/// `admission`'s parse reads it field by field; the derived `Deserialize` reads one
+/// from a `Value` (tests, and what the parse is checked against).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
-pub struct AdmissionRequest<O = Value> {
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionRequest {
     #[serde(default)]
     pub uid: String,
     #[serde(default)]
@@ -47,32 +47,9 @@ pub struct AdmissionRequest<O = Value> {
     #[serde(default)]
     pub user_info: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object: Option<O>,
+    pub object: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub old_object: Option<O>,
+    pub old_object: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
-}
-
-impl<O> AdmissionRequest<O> {
-    /// The same request with its objects replaced.
-    pub(crate) fn with_objects<P>(
-        self,
-        object: Option<P>,
-        old_object: Option<P>,
-    ) -> AdmissionRequest<P> {
-        AdmissionRequest {
-            uid: self.uid,
-            kind: self.kind,
-            resource: self.resource,
-            sub_resource: self.sub_resource,
-            name: self.name,
-            namespace: self.namespace,
-            operation: self.operation,
-            user_info: self.user_info,
-            object,
-            old_object,
-            dry_run: self.dry_run,
-        }
-    }
 }
