@@ -76,7 +76,7 @@ drive() {
         "https://127.0.0.1:$PORT/mutate?timeout=10s" >"$WORK/oha.json"
 }
 
-# A warm-up, so the blocking pool's threads exist and the caches are filled; then the CPU
+# A warm-up, so the evaluation pool's threads exist and the caches are filled; then the CPU
 # per request, measured without perf (whose unwinding the sampled process pays for).
 drive 2
 before=$(cpu_ticks "$SERVER_PID")
@@ -113,7 +113,7 @@ perf script -i "$WORK/perf.data" 2>/dev/null | awk -v cpu="$cpu_us" -v server="$
     BEGIN {
         RS = ""
         if (server == "graft") {
-            order = "parse (admission::parse_lean)|evaluation and response (admission::answer)|response JSON (Reviewed::to_json)|log line and metrics (routes::record)|freeing the review|tracing: the review span|hand-off to the blocking pool and back|AES-GCM (ring)|the connection: TLS records, HTTP, socket I/O, timers|other"
+            order = "parse (admission::parse)|evaluation and response (admission::answer)|response JSON (Reviewed::to_json)|log line and metrics (routes::record)|freeing the review|tracing: the review span|hand-off to the evaluation pool and back (its switches and wake-ups)|AES-GCM (ring)|the connection: TLS records, HTTP, socket I/O, timers|other"
         } else {
             order = "the review: parse, rule, response, freeing it (serde_json, base64, handwritten_review)|AES-GCM (ring)|the connection: TLS records, HTTP, socket I/O, timers|other"
         }
@@ -128,13 +128,13 @@ perf script -i "$WORK/perf.data" 2>/dev/null | awk -v cpu="$cpu_us" -v server="$
             else if (has("hyper;tokio")) part = "the connection: TLS records, HTTP, socket I/O, timers"
             else part = "other"
         }
-        else if (has("parse_lean")) part = "parse (admission::parse_lean)"
+        else if (has("parse_lean;admission::parse::")) part = "parse (admission::parse)"
         else if (has("admission::answer")) part = "evaluation and response (admission::answer)"
         else if (has("to_json")) part = "response JSON (Reviewed::to_json)"
         else if (has("routes::record")) part = "log line and metrics (routes::record)"
-        else if (has("blocking::pool") && has("drop_in_place")) part = "freeing the review"
+        else if (has("evaluation_pool") && has("drop_in_place")) part = "freeing the review"
         else if (has("tracing_")) part = "tracing: the review span"
-        else if (has("blocking::pool;futex")) part = "hand-off to the blocking pool and back"
+        else if (has("evaluation_pool;futex")) part = "hand-off to the evaluation pool and back (its switches and wake-ups)"
         else if (index(leaf, "ring_core")) part = "AES-GCM (ring)"
         else if (has("hyper;tokio")) part = "the connection: TLS records, HTTP, socket I/O, timers"
         else part = "other"
