@@ -692,11 +692,7 @@ fn namespaces_live(env: &Env) -> Result {
         tier_of(&env.cluster.dry_run_create(&probe)?).as_deref(),
         Some("gold")
     );
-    assert!(
-        graft.log().contains("namespace watch failed"),
-        "{}",
-        graft.log_tail()
-    );
+    graft.wait_for_log(WAIT, "namespace watch failed")?;
 
     // Back: the watcher re-lists after its backoff and catches up.
     let synced_before = graft.metric("graft_namespace_cache_last_sync_timestamp_seconds")?;
@@ -706,11 +702,7 @@ fn namespaces_live(env: &Env) -> Result {
         Ok((tier.as_deref() == Some("bronze")).then_some(()))
     })?;
     assert!(graft.metric("graft_namespace_cache_last_sync_timestamp_seconds")? > synced_before);
-    assert!(
-        graft.log().contains("namespace watch recovered"),
-        "{}",
-        graft.log_tail()
-    );
+    graft.wait_for_log(WAIT, "namespace watch recovered")?;
 
     // The reload that drops the last namespace-aware policy stops the cache: its watch
     // connection closes.
@@ -966,11 +958,7 @@ fn events_recorded(env: &Env) -> Result {
         Ok((graft.metric("graft_events_total{result=\"failed\"}")? >= 1.0).then_some(()))
     })?;
     assert_eq!(graft.metric("graft_events_total{result=\"sent\"}")?, 0.0);
-    assert!(
-        graft.log().contains("cannot record an Event"),
-        "{}",
-        graft.log_tail()
-    );
+    graft.wait_for_log(WAIT, "cannot record an Event")?;
     assert!(events_in(env, ns_without)?.is_empty());
     graft.stop();
     Ok(())

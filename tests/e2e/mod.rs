@@ -469,6 +469,16 @@ impl Graft {
         self.proc.log_tail(30)
     }
 
+    /// Waits up to `limit` for `text` in graft's log: a line is in the log when graft's
+    /// log writer has written it (warn and error lines at once, info lines within its
+    /// flush interval), which can be after the metric or state that follows the event.
+    pub fn wait_for_log(&self, limit: Duration, text: &str) -> Result {
+        poll(limit, &format!("{text:?} in graft's log"), || {
+            Ok(self.log().contains(text).then_some(()))
+        })
+        .map_err(|error| format!("{error}\n{}", self.log_tail()).into())
+    }
+
     pub fn check_running(&mut self) -> Result {
         self.proc.check_running()
     }
