@@ -3,12 +3,12 @@
 //! checks building it would make, so the same bodies are refused either way.
 
 use std::fmt;
-use std::marker::PhantomData;
 
+use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
+use crate::k8s::json_text::Plain;
 use crate::policy::Reads;
 
 /// How to read one object: built (whole, or without `metadata.managedFields`), or only
@@ -59,7 +59,7 @@ impl<'de> DeserializeSeed<'de> for Build {
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
         if self.managed_fields {
-            PhantomData::<Value>.deserialize(deserializer)
+            Plain.deserialize(deserializer)
         } else {
             Level::Root.deserialize(deserializer)
         }
@@ -138,7 +138,7 @@ impl<'de> DeserializeSeed<'de> for Level {
     }
 }
 
-/// Builds what `serde_json::Value`'s own visitor builds, except `metadata.managedFields`,
+/// Builds what [`Plain`] builds (every key as written), except `metadata.managedFields`,
 /// which is only checked.
 impl<'de> Visitor<'de> for Level {
     type Value = Value;
@@ -156,55 +156,52 @@ impl<'de> Visitor<'de> for Level {
                     map.next_value_seed(Checked)?;
                     continue;
                 }
-                _ => map.next_value::<Value>()?,
+                _ => map.next_value_seed(Plain)?,
             };
             values.insert(key, value);
         }
         Ok(Value::Object(values))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(value) = seq.next_element::<Value>()? {
-            values.push(value);
-        }
-        Ok(Value::Array(values))
+    // Below the object's top and its metadata, values are built as plain JSON.
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+        Plain.visit_seq(seq)
     }
 
-    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
-        Ok(Value::Bool(value))
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<Value, E> {
+        Plain.visit_bool(value)
     }
 
-    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
-        Ok(Value::Number(value.into()))
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Value, E> {
+        Plain.visit_i64(value)
     }
 
-    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
-        Ok(Value::Number(value.into()))
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Value, E> {
+        Plain.visit_u64(value)
     }
 
-    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
-        Ok(Number::from_f64(value).map_or(Value::Null, Value::Number))
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Value, E> {
+        Plain.visit_f64(value)
     }
 
     fn visit_str<E: de::Error>(self, value: &str) -> Result<Value, E> {
-        Ok(Value::String(value.to_owned()))
+        Plain.visit_str(value)
     }
 
-    fn visit_string<E>(self, value: String) -> Result<Value, E> {
-        Ok(Value::String(value))
+    fn visit_string<E: de::Error>(self, value: String) -> Result<Value, E> {
+        Plain.visit_string(value)
     }
 
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Plain.visit_unit()
     }
 
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Plain.visit_none()
     }
 
     fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        Value::deserialize(deserializer)
+        Plain.visit_some(deserializer)
     }
 }
 

@@ -20,6 +20,7 @@ use super::objects::{Build, Checked, Optional};
 use super::{
     AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, resolve,
 };
+use crate::k8s::json_text::Plain;
 use crate::namespaces::{NamespaceData, NamespaceSource};
 use crate::policy::{PolicySet, Reads};
 
@@ -282,7 +283,10 @@ impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
                 "name" => read(&mut request.name, &mut map, Field::Name)?,
                 "namespace" => read(&mut request.namespace, &mut map, Field::Namespace)?,
                 "operation" => read(&mut request.operation, &mut map, Field::Operation)?,
-                "userInfo" => read(&mut request.user_info, &mut map, Field::UserInfo)?,
+                "userInfo" => {
+                    request.user_info = map.next_value_seed(Plain)?;
+                    Field::UserInfo
+                }
                 "dryRun" => read(&mut request.dry_run, &mut map, Field::DryRun)?,
                 "object" => {
                     let build = match self.order {
@@ -580,6 +584,50 @@ mod tests {
             r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":["u"]}"#,
         ] {
             assert!(matches!(bad(text), BadReview::Json(_)), "{text}");
+        }
+    }
+
+    #[test]
+    fn keys_are_read_as_written_whatever_is_built() {
+        // serde_json's `Value` reads this key as JSON text to parse; the review holds
+        // what the body says, in either order and for every decision.
+        let raw = "$serde_json::private::RawValue";
+        let object = json!({raw: "{\"metadata\": {}}", "metadata": {raw: 5, "name": "a"}});
+        let user = json!({raw: "[1]"});
+        for reads in [None, Some(Reads::default()), everything()] {
+            for text in [
+                review(
+                    json!({"uid": "u", "operation": "CREATE", "userInfo": user, "object": object}),
+                ),
+                review(
+                    json!({"object": object, "userInfo": user, "uid": "u", "operation": "CREATE"}),
+                ),
+            ] {
+                let request = parsed_with(&text, reads).0.expect("valid").request;
+                assert_eq!(request.user_info, user);
+                let expected = reads.map(|_| object.clone());
+                assert_eq!(request.object, expected, "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn objects_nest_as_deep_as_the_body_allows() {
+        // serde_json's recursion limit holds for the whole body (127 nested maps and
+        // lists): the review and the request take two, so an object may nest 125 levels,
+        // its own map included.
+        let nested = |levels: usize| {
+            let inner = format!("{}1{}", "[".repeat(levels - 1), "]".repeat(levels - 1));
+            format!(
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","operation":"CREATE","object":{{"a":{inner}}}}}}}"#
+            )
+        };
+        for reads in [None, everything()] {
+            assert!(parsed_with(&nested(125), reads).0.is_ok());
+            match parsed_with(&nested(126), reads).0 {
+                Err(BadReview::Object { field, .. }) => assert_eq!(field, "object"),
+                other => panic!("{other:?}"),
+            }
         }
     }
 

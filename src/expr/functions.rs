@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::convert;
 use crate::k8s::image::ImageReference;
-use crate::k8s::{MAX_STRING_BYTES, multus, ordinal, quantity};
+use crate::k8s::{MAX_STRING_BYTES, json_text, multus, ordinal, quantity};
 
 type CelResult<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
@@ -221,7 +221,7 @@ fn scale_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
 fn json_decode<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     const NAME: &str = "jsonDecode";
     let [text] = arity::<1>(NAME, &args)?;
-    let json: Value = serde_json::from_str(string_arg(NAME, text)?)
+    let json = json_text::parse(string_arg(NAME, text)?)
         .map_err(|e| fail(NAME, format!("invalid JSON: {e}")))?;
     let value = convert::json_to_owned_val(&json).map_err(|e| fail(NAME, e))?;
     Ok(CowVal::Owned(value))
@@ -248,7 +248,7 @@ fn annotation_json<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
         }
         let text = str_of(annotation)
             .ok_or_else(|| fail(NAME, format!("annotation '{key}' is not a string")))?;
-        let json: Value = serde_json::from_str(text)
+        let json = json_text::parse(text)
             .map_err(|e| fail(NAME, format!("annotation '{key}' is not valid JSON: {e}")))?;
         convert::json_to_owned_val(&json)
             .map(Some)

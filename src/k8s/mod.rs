@@ -11,11 +11,13 @@
 //! - [`resources`]: the resource names of the built-in API groups.
 //! - [`admission_request`]: the AdmissionRequest graft reads.
 //! - [`objects`]: Kubernetes objects from YAML or JSON text (documents, `kind: List`).
+//! - [`json_text`]: JSON text from a request read as plain JSON (every key as written).
 //! - [`image`]: container image references, parsed and normalised.
 //! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
 
 pub mod admission_request;
 pub mod image;
+pub mod json_text;
 pub mod merge_keys;
 pub mod multus;
 pub mod objects;

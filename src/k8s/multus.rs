@@ -132,8 +132,12 @@ pub fn merge(
 
 fn parse_json(text: &str) -> Result<Networks, MultusError> {
     let invalid = |reason: String| MultusError::Annotation { reason };
-    let items: Vec<Value> = serde_json::from_str(text)
-        .map_err(|e| invalid(format!("not a JSON list of networks: {e}")))?;
+    let items = match super::json_text::parse(text) {
+        Ok(Value::Array(items)) => items,
+        // The caller sends only text that starts with `[`.
+        Ok(_) => return Err(invalid("not a JSON list of networks".to_string())),
+        Err(e) => return Err(invalid(format!("not a JSON list of networks: {e}"))),
+    };
     let entries = items
         .into_iter()
         .enumerate()
