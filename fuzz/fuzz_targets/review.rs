@@ -6,6 +6,8 @@
 
 use libfuzzer_sys::fuzz_target;
 
+const RAW_VALUE_KEY: &[u8] = b"$serde_json::private::RawValue";
+
 fuzz_target!(|data: &[u8]| {
     let set = graft_fuzz::example_policies();
     let namespaces = graft_fuzz::namespaces();
@@ -14,12 +16,19 @@ fuzz_target!(|data: &[u8]| {
         Ok(review) => {
             let plain: serde_json::Value =
                 serde_json::from_slice(data).expect("the parse accepts what serde_json refuses");
+            // serde_json's `Value` reads a map led by this key as more JSON text; graft
+            // reads it as written (`graft::k8s::json_text`), so such bodies differ by design.
+            let raw_value_key = data
+                .windows(RAW_VALUE_KEY.len())
+                .any(|window| window == RAW_VALUE_KEY);
             for (built, pointer) in [
                 (&review.request.object, "/request/object"),
                 (&review.request.old_object, "/request/oldObject"),
             ] {
                 let expected = plain.pointer(pointer).filter(|value| !value.is_null());
-                assert_eq!(built.as_ref(), expected, "{pointer} differs from serde_json's");
+                if !raw_value_key {
+                    assert_eq!(built.as_ref(), expected, "{pointer} differs from serde_json's");
+                }
             }
             // The answer changes the request's object in place: keep the original to patch.
             let original = review.request.object.clone();
