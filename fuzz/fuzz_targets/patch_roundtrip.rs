@@ -20,7 +20,9 @@ fuzz_target!(|data: &[u8]| {
     else {
         return;
     };
-    let object = request.object.get_or_insert_with(|| Value::Object(Default::default()));
+    let object = request
+        .object
+        .get_or_insert_with(|| Value::Object(Default::default()));
     match overlay {
         // An object overlays the fixture's object (RFC 7386), so most inputs still match.
         Value::Object(_) => json_patch::merge(object, &overlay),

@@ -27,7 +27,11 @@ fuzz_target!(|data: &[u8]| {
             ] {
                 let expected = plain.pointer(pointer).filter(|value| !value.is_null());
                 if !raw_value_key {
-                    assert_eq!(built.as_ref(), expected, "{pointer} differs from serde_json's");
+                    assert_eq!(
+                        built.as_ref(),
+                        expected,
+                        "{pointer} differs from serde_json's"
+                    );
                 }
             }
             // The answer changes the request's object in place: keep the original to patch.
@@ -42,6 +46,9 @@ fuzz_target!(|data: &[u8]| {
                 Err(error) => panic!("the lean parse refuses what the full one answers: {error}"),
             }
         }
-        Err(_) => assert!(lean.is_err(), "the lean parse answers what the full one refuses"),
+        Err(_) => assert!(
+            lean.is_err(),
+            "the lean parse answers what the full one refuses"
+        ),
     }
 });

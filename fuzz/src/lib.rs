@@ -69,7 +69,10 @@ pub fn check_response(body: &[u8], uid: &str, object: Option<&Value>) -> Option<
     assert_eq!(response.kind, "AdmissionReview");
     assert_eq!(response.response.uid, uid, "uid not echoed");
     let patch = response.response.patch.as_ref()?;
-    assert!(response.response.allowed, "a denied response carries a patch");
+    assert!(
+        response.response.allowed,
+        "a denied response carries a patch"
+    );
     assert_eq!(response.response.patch_type.as_deref(), Some("JSONPatch"));
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(patch)
@@ -77,7 +80,9 @@ pub fn check_response(body: &[u8], uid: &str, object: Option<&Value>) -> Option<
     let parsed: Value = serde_json::from_slice(&bytes).expect("patch is not JSON");
     assert!(parsed.is_array(), "patch is not a JSON array");
     let patch: json_patch::Patch = serde_json::from_value(parsed).expect("patch is not RFC 6902");
-    let mut patched = object.expect("a patch for a request without an object").clone();
+    let mut patched = object
+        .expect("a patch for a request without an object")
+        .clone();
     json_patch::patch(&mut patched, &patch)
         .unwrap_or_else(|e| panic!("patch does not apply to the original: {e}"));
     Some(patched)
