@@ -1,4 +1,4 @@
-# Shared by bench/load.sh and bench/server_profile.sh (sourced, not run).
+# Shared by the scripts in bench/ (sourced, not run).
 
 # Waits up to 10 s for something to listen on 127.0.0.1:$1; exits the script otherwise.
 wait_for_port() {
@@ -18,4 +18,14 @@ cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 cpu_us_per_request() {
     awk -v a="$1" -v b="$2" -v r="$3" -v s="$4" -v hz="$(getconf CLK_TCK)" \
         'BEGIN {printf "%.1f", (b - a) * 1000000 / hz / (r * s)}'
+}
+
+# The EXIT trap of a script that runs one server at a time: stops the server whose PID is in
+# SERVER_PID, if any, and removes the script's WORK directory.
+stop_server_and_clean_up() {
+    if [ -n "${SERVER_PID:-}" ]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
 }

@@ -27,8 +27,10 @@ if [ "$PIN" = 1 ]; then
     SERVER_CPU=(taskset -c 0)
     LOAD_CPU=(taskset -c 1)
 fi
-# graft logs one line per review at info, as in production; the log goes to a file.
+# graft logs one line per review at info, in the Deployment's format (JSON lines), as in
+# production; the log goes to a file. GRAFT_LOG_FORMAT=text for `graft serve`'s default.
 GRAFT_LOG=${GRAFT_LOG:-info}
+GRAFT_LOG_FORMAT=${GRAFT_LOG_FORMAT:-json}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/graft-load.XXXXXX)
 PORT_LIMIT=19443
@@ -93,7 +95,7 @@ rate_run() {
 start_graft() {
     local policies=$1 log=$2
     RUST_LOG=$GRAFT_LOG "${SERVER_CPU[@]}" "$BIN/graft" serve --policies "$policies" \
-        --namespaces "$ROOT/bench/namespaces.yaml" \
+        --log-format "$GRAFT_LOG_FORMAT" --namespaces "$ROOT/bench/namespaces.yaml" \
         --listen "127.0.0.1:$PORT_GRAFT" --metrics-listen "127.0.0.1:$PORT_METRICS" \
         --shutdown-grace 1s >"$log" 2>&1 &
     GRAFT_PID=$!

@@ -4,7 +4,7 @@
 # record` samples it with DWARF call graphs, and every sample is charged to the first part
 # of the request path its stack is in. Loopback only; bounded in time.
 #
-#   bash bench/server_profile.sh                 # 2,000 req/s, 10 s sampled, log at info
+#   bash bench/server_profile.sh                 # 2,000 req/s, 10 s sampled, log at info (JSON)
 #   RATE=3000 DURATION=5 GRAFT_LOG=warn bash bench/server_profile.sh
 #   PIN=1 bash bench/server_profile.sh           # the server on CPU 0, oha on CPU 1
 #   SERVER=handwritten PIN=1 bash bench/server_profile.sh
@@ -19,6 +19,8 @@ DURATION=${DURATION:-10}
 RATE=${RATE:-2000}
 CONNECTIONS=${CONNECTIONS:-16}
 GRAFT_LOG=${GRAFT_LOG:-info}
+# The Deployment's log format; GRAFT_LOG_FORMAT=text for `graft serve`'s default.
+GRAFT_LOG_FORMAT=${GRAFT_LOG_FORMAT:-json}
 PIN=${PIN:-0}
 SERVER=${SERVER:-graft}
 SERVER_CPU=()
@@ -35,25 +37,19 @@ WORK=$(mktemp -d /tmp/graft-profile.XXXXXX)
 PORT=18453
 BODY="$ROOT/benches/fixtures/pod-create-realistic.json"
 SERVER_PID=
-cleanup() {
-    if [ -n "$SERVER_PID" ]; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-cd "$ROOT"
 # shellcheck source=bench/common.sh
 source "$ROOT/bench/common.sh"
+trap stop_server_and_clean_up EXIT
+
+cd "$ROOT"
 case "$SERVER" in
     graft)
         cargo build --profile profiling --quiet --bin graft
         cargo build --release --quiet --example gen_policies
         "$ROOT/target/release/examples/gen_policies" "$WORK/p100" 100 >/dev/null
         RUST_LOG=$GRAFT_LOG "${SERVER_CPU[@]}" "$ROOT/target/profiling/graft" serve \
-            --policies "$WORK/p100" --namespaces "$ROOT/bench/namespaces.yaml" \
+            --policies "$WORK/p100" --log-format "$GRAFT_LOG_FORMAT" \
+            --namespaces "$ROOT/bench/namespaces.yaml" \
             --listen "127.0.0.1:$PORT" --metrics-listen 127.0.0.1:0 --shutdown-grace 1s \
             >"$WORK/server.log" 2>&1 &
         CA="/tmp/graft-ca-$PORT.pem"
@@ -92,7 +88,7 @@ drive "$DURATION"
 wait "$PERF_PID"
 
 case "$SERVER" in
-    graft) what="graft serve, 100 policies, log at $GRAFT_LOG" ;;
+    graft) what="graft serve, 100 policies, log at $GRAFT_LOG ($GRAFT_LOG_FORMAT)" ;;
     handwritten) what="the hand-written webhook (examples/handwritten_webhook.rs)" ;;
 esac
 echo "# $what, $RATE req/s for ${DURATION}s (got $(printf '%.0f' "$rps"), $non200 non-200)," \

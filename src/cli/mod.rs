@@ -7,6 +7,7 @@ pub mod explain;
 pub mod input;
 mod kustomization;
 pub mod lint;
+pub mod log_json;
 mod log_writer;
 pub mod offline;
 pub mod review;

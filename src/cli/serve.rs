@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use super::log_json;
 use super::log_writer::{self, Flusher};
 use crate::server::config::{EventsConfig, NamespaceConfig, parse_duration};
 use crate::server::{self, CertSource, Config, Limits, StartError};
@@ -177,7 +178,10 @@ fn init_logging(format: LogFormat) -> anyhow::Result<Flusher> {
         .with_ansi(ansi);
     let result = match format {
         LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Json => builder
+            .fmt_fields(log_json::JsonMembers)
+            .event_format(log_json::JsonLines)
+            .try_init(),
     };
     result.map_err(|error| anyhow::anyhow!("cannot set up logging: {error}"))?;
     Ok(flusher)

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Two graft binaries side by side in one run: alternating rounds, each binary started fresh,
+# serving the realistic pod with 100 policies at its maximum rate (16 keep-alive connections
+# over TLS, loopback), the server on CPU 0 and oha on CPU 1. Per round it prints the req/s
+# and the server's CPU per request (from /proc), the measure to trust on a shared machine:
+# alternating cancels the drift between rounds that back-to-back runs would charge to one
+# binary. Bounded: ROUNDS × 2 × (2 s warm-up + DURATION).
+#
+#   bash bench/ab.sh OLD_BINARY NEW_BINARY
+#   ROUNDS=5 DURATION=10 bash bench/ab.sh OLD NEW
+#   bash bench/ab.sh OLD NEW --log-format text        # further arguments go to `graft serve`
+#
+# Build the binaries from the two commits (cargo build --release, then copy
+# target/release/graft aside). Needs oha, jq and taskset.
+set -euo pipefail
+
+[ $# -ge 2 ] || { sed -n '2,13p' "$0" >&2; exit 1; }
+OLD=$1
+NEW=$2
+shift 2
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-8}
+for tool in oha jq taskset; do
+    command -v "$tool" >/dev/null || { echo "$tool not found" >&2; exit 1; }
+done
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/common.sh
+source "$ROOT/bench/common.sh"
+WORK=$(mktemp -d /tmp/graft-ab.XXXXXX)
+PORT=18473
+BODY="$ROOT/benches/fixtures/pod-create-realistic.json"
+SERVER_PID=
+trap stop_server_and_clean_up EXIT
+
+cargo build --release --quiet --example gen_policies
+"$ROOT/target/release/examples/gen_policies" "$WORK/p100" 100 >/dev/null
+
+# One round of one binary: prints "req/s µs-per-request".
+round() {
+    local binary=$1
+    shift
+    RUST_LOG=info taskset -c 0 "$binary" serve --policies "$WORK/p100" \
+        --namespaces "$ROOT/bench/namespaces.yaml" --listen "127.0.0.1:$PORT" \
+        --metrics-listen 127.0.0.1:0 --shutdown-grace 1s "$@" >"$WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    wait_for_port "$PORT"
+    drive() {
+        taskset -c 1 oha --no-tui --output-format json -z "$1s" -c 16 \
+            --cacert "/tmp/graft-ca-$PORT.pem" -m POST -T application/json -D "$BODY" \
+            "https://127.0.0.1:$PORT/mutate?timeout=10s" >"$WORK/oha.json"
+    }
+    drive 2
+    local before after rps
+    before=$(cpu_ticks "$SERVER_PID")
+    drive "$DURATION"
+    after=$(cpu_ticks "$SERVER_PID")
+    rps=$(jq -r '.summary.requestsPerSec' "$WORK/oha.json")
+    kill "$SERVER_PID"
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+    printf '%.0f %s\n' "$rps" "$(cpu_us_per_request "$before" "$after" "$rps" "$DURATION")"
+}
+
+echo "| round | old req/s | old µs/request | new req/s | new µs/request |"
+echo "|---:|---:|---:|---:|---:|"
+for i in $(seq 1 "$ROUNDS"); do
+    read -r old_rps old_us < <(round "$OLD" "$@")
+    read -r new_rps new_us < <(round "$NEW" "$@")
+    echo "| $i | $old_rps | $old_us | $new_rps | $new_us |"
+done
