@@ -1,5 +1,7 @@
-//! Writes a generated policy set (4 policies matching the realistic pod, the rest not)
-//! into a directory: `gen_policies DIR TOTAL`. Used by `bench/load.sh`.
+//! Writes a generated policy set into a directory: `gen_policies DIR TOTAL [multus]`. The
+//! set holds the 4 policies matching the realistic pod, or with `multus` only the Multus one
+//! (the hand-written webhook's work), and generated policies that do not match it. Used by
+//! `bench/load.sh`.
 
 #[path = "../benches/support/policies.rs"]
 mod policies;
@@ -8,8 +10,13 @@ fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().unwrap_or_else(|| "policies-gen".into()));
     let total: usize = args.next().as_deref().unwrap_or("100").parse()?;
+    let matching = match args.next().as_deref() {
+        None => policies::Matching::All,
+        Some("multus") => policies::Matching::Multus,
+        Some(other) => anyhow::bail!("the third argument is `multus` or nothing, not {other:?}"),
+    };
     std::fs::create_dir_all(&dir)?;
-    policies::write_set(&dir, total)?;
+    policies::write_set_matching(&dir, total, matching)?;
     println!("{total} policies in {}", dir.display());
     Ok(())
 }

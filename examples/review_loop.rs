@@ -5,6 +5,8 @@
 //! `valgrind --tool=callgrind target/profiling/examples/review_loop 100 2000`
 //! (policies, reviews). `review_loop handwritten 2000` runs the hand-written webhook's
 //! review (`support/handwritten_review.rs`) instead: the baseline in instructions.
+//! `review_loop 100 2000 multus` has only the Multus policy of the set match the pod: the
+//! hand-written webhook's work.
 
 use std::hint::black_box;
 
@@ -31,8 +33,13 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let total: usize = first.as_deref().unwrap_or("100").parse()?;
+    let matching = match args.next().as_deref() {
+        None => policies::Matching::All,
+        Some("multus") => policies::Matching::Multus,
+        Some(other) => anyhow::bail!("the third argument is `multus` or nothing, not {other:?}"),
+    };
     let dir = tempfile::tempdir()?;
-    policies::write_set(dir.path(), total)?;
+    policies::write_set_matching(dir.path(), total, matching)?;
     let set = graft::policy::load_path(dir.path())
         .map_err(|findings| anyhow::anyhow!("{findings:?}"))?
         .set;

@@ -1,10 +1,14 @@
 //! The hand-written webhook `bench/load.sh` compares graft with
 //! (`examples/handwritten_webhook.rs`) does the work of `policies/multus-networks.yaml`:
 //! on the realistic pod and its variants it answers the JSON Patch graft answers with only
-//! that policy, and the patch applies and yields the same networks annotation.
+//! that policy, and the patch applies and yields the same networks annotation; graft with
+//! `bench/load.sh`'s same-work set (100 policies, only the Multus one matching) answers the
+//! realistic pod with that patch too.
 
 #[path = "../examples/support/handwritten_review.rs"]
 mod handwritten_review;
+#[path = "../benches/support/policies.rs"]
+mod policies;
 
 use std::path::PathBuf;
 
@@ -169,4 +173,27 @@ fn variants_of_the_realistic_pod_are_answered_alike() {
 fn a_body_without_a_review_is_refused() {
     assert!(handwritten_review::review(b"{not json").is_err());
     assert!(handwritten_review::review(br#"{"request":{}}"#).is_err());
+}
+
+#[test]
+fn the_same_work_set_of_100_policies_answers_the_realistic_pod_with_the_baselines_patch() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    policies::write_set_matching(dir.path(), 100, policies::Matching::Multus)
+        .expect("write the set");
+    let set = match graft::policy::load_path(dir.path()) {
+        Ok(loaded) => loaded.set,
+        Err(findings) => panic!("{findings:?}"),
+    };
+    assert_eq!(set.len(), 100);
+    let body = serde_json::to_vec(&realistic_review()).expect("serialise");
+    let graft = graft::admission::review_lean(&body, &set, &policies::namespaces())
+        .expect("graft reviews it");
+    assert_eq!(
+        graft.evaluation.applied().collect::<Vec<_>>(),
+        ["multus-networks"]
+    );
+    let handwritten = handwritten_review::review(&body).expect("the baseline reviews it");
+    let patch = patch_of(&graft.to_json()).expect("a patch");
+    assert_eq!(Some(&patch), patch_of(&handwritten).as_ref());
+    assert_eq!(patch.as_array().map(Vec::len), Some(1), "{patch}");
 }

@@ -158,11 +158,30 @@ pub fn non_matching(i: usize) -> String {
     yaml
 }
 
+/// Which of the policies that match the realistic pod a set holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Matching {
+    /// All four ([`matching`]): the pod gets six patch operations.
+    All,
+    /// Only the Multus policy: the hand-written webhook's work
+    /// (`examples/handwritten_webhook.rs`), one patch operation.
+    Multus,
+}
+
 /// The YAML of a set of `total` policies: up to four matching ones first, the rest generated.
 pub fn set_yaml(total: usize) -> String {
-    let mut documents: Vec<String> = matching()
+    set_yaml_matching(total, Matching::All)
+}
+
+/// The YAML of a set of `total` policies: the `matching` ones first, the rest generated.
+pub fn set_yaml_matching(total: usize, matching: Matching) -> String {
+    let count = match matching {
+        Matching::All => self::matching().len(),
+        Matching::Multus => 1,
+    };
+    let mut documents: Vec<String> = self::matching()
         .iter()
-        .take(total)
+        .take(count.min(total))
         .map(|text| text.to_string())
         .collect();
     for i in 0..total.saturating_sub(documents.len()) {
@@ -174,7 +193,12 @@ pub fn set_yaml(total: usize) -> String {
 /// Writes a set of `total` policies into `dir`, one file per 100 policies, as a
 /// ConfigMap with many keys would be mounted.
 pub fn write_set(dir: &Path, total: usize) -> std::io::Result<()> {
-    let documents: Vec<String> = set_yaml(total)
+    write_set_matching(dir, total, Matching::All)
+}
+
+/// [`write_set`] with only the `matching` policies that match the realistic pod.
+pub fn write_set_matching(dir: &Path, total: usize, matching: Matching) -> std::io::Result<()> {
+    let documents: Vec<String> = set_yaml_matching(total, matching)
         .split("\n---\n")
         .map(str::to_string)
         .collect();
