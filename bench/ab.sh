@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# Two graft binaries side by side in one run: alternating rounds, each binary started fresh,
-# serving the realistic pod with 100 policies at its maximum rate (16 keep-alive connections
-# over TLS, loopback), the server on CPU 0 and oha on CPU 1. Per round it prints the req/s
-# and the server's CPU per request (from /proc), the measure to trust on a shared machine:
+# Two servers side by side in one run: alternating rounds, each server started fresh,
+# serving the realistic pod at its maximum rate (16 keep-alive connections over TLS,
+# loopback), the server on CPU 0 and oha on CPU 1. Per round it prints the req/s and the
+# server's CPU per request (from /proc), the measure to trust on a shared machine:
 # alternating cancels the drift between rounds that back-to-back runs would charge to one
-# binary. Bounded: ROUNDS × 2 × (2 s warm-up + DURATION).
+# server. Each side is a graft binary serving 100 generated policies, or `handwritten`:
+# examples/handwritten_webhook.rs. Bounded: ROUNDS × 2 × (2 s warm-up + DURATION).
 #
 #   bash bench/ab.sh OLD_BINARY NEW_BINARY
 #   ROUNDS=5 DURATION=10 bash bench/ab.sh OLD NEW
 #   bash bench/ab.sh OLD NEW --log-format text        # further arguments go to `graft serve`
+#   MATCHING=multus bash bench/ab.sh handwritten target/release/graft --log-format json
+#       # graft doing the hand-written webhook's work: only the Multus policy matches
 #
 # Build the binaries from the two commits (cargo build --release, then copy
 # target/release/graft aside). Needs oha, jq and taskset.
 set -euo pipefail
 
-[ $# -ge 2 ] || { sed -n '2,13p' "$0" >&2; exit 1; }
+[ $# -ge 2 ] || { sed -n '2,17p' "$0" >&2; exit 1; }
 OLD=$1
 NEW=$2
 shift 2
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-8}
+# Which policies of the 100 match the pod: all four, or `multus` (gen_policies' argument).
+MATCHING=${MATCHING:-}
 for tool in oha jq taskset; do
     command -v "$tool" >/dev/null || { echo "$tool not found" >&2; exit 1; }
 done
@@ -32,21 +37,29 @@ BODY="$ROOT/benches/fixtures/pod-create-realistic.json"
 SERVER_PID=
 trap stop_server_and_clean_up EXIT
 
-cargo build --release --quiet --example gen_policies
-"$ROOT/target/release/examples/gen_policies" "$WORK/p100" 100 >/dev/null
+cargo build --release --quiet --example gen_policies --example handwritten_webhook
+# shellcheck disable=SC2086 # MATCHING is one word or none
+"$ROOT/target/release/examples/gen_policies" "$WORK/p100" 100 $MATCHING >/dev/null
 
 # One round of one binary: prints "req/s µs-per-request".
 round() {
-    local binary=$1
+    local binary=$1 ca
     shift
-    RUST_LOG=info taskset -c 0 "$binary" serve --policies "$WORK/p100" \
-        --namespaces "$ROOT/bench/namespaces.yaml" --listen "127.0.0.1:$PORT" \
-        --metrics-listen 127.0.0.1:0 --shutdown-grace 1s "$@" >"$WORK/server.log" 2>&1 &
+    if [ "$binary" = handwritten ]; then
+        ca="$WORK/handwritten-ca.pem"
+        taskset -c 0 "$ROOT/target/release/examples/handwritten_webhook" "127.0.0.1:$PORT" \
+            "$ca" $((DURATION + 30)) >"$WORK/server.log" 2>&1 &
+    else
+        ca="/tmp/graft-ca-$PORT.pem"
+        RUST_LOG=info taskset -c 0 "$binary" serve --policies "$WORK/p100" \
+            --namespaces "$ROOT/bench/namespaces.yaml" --listen "127.0.0.1:$PORT" \
+            --metrics-listen 127.0.0.1:0 --shutdown-grace 1s "$@" >"$WORK/server.log" 2>&1 &
+    fi
     SERVER_PID=$!
     wait_for_port "$PORT"
     drive() {
         taskset -c 1 oha --no-tui --output-format json -z "$1s" -c 16 \
-            --cacert "/tmp/graft-ca-$PORT.pem" -m POST -T application/json -D "$BODY" \
+            --cacert "$ca" -m POST -T application/json -D "$BODY" \
             "https://127.0.0.1:$PORT/mutate?timeout=10s" >"$WORK/oha.json"
     }
     drive 2
@@ -61,6 +74,8 @@ round() {
     printf '%.0f %s\n' "$rps" "$(cpu_us_per_request "$before" "$after" "$rps" "$DURATION")"
 }
 
+echo "old: $OLD; new: $NEW; 100 policies, ${MATCHING:-all four} matching the pod; graft serve $*"
+echo
 echo "| round | old req/s | old µs/request | new req/s | new µs/request |"
 echo "|---:|---:|---:|---:|---:|"
 for i in $(seq 1 "$ROUNDS"); do
