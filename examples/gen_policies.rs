@@ -10,11 +10,8 @@ fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().unwrap_or_else(|| "policies-gen".into()));
     let total: usize = args.next().as_deref().unwrap_or("100").parse()?;
-    let matching = match args.next().as_deref() {
-        None => policies::Matching::All,
-        Some("multus") => policies::Matching::Multus,
-        Some(other) => anyhow::bail!("the third argument is `multus` or nothing, not {other:?}"),
-    };
+    let matching = policies::Matching::from_argument(args.next().as_deref())
+        .map_err(|error| anyhow::anyhow!("the third argument: {error}"))?;
     std::fs::create_dir_all(&dir)?;
     policies::write_set_matching(&dir, total, matching)?;
     println!("{total} policies in {}", dir.display());

@@ -33,11 +33,8 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let total: usize = first.as_deref().unwrap_or("100").parse()?;
-    let matching = match args.next().as_deref() {
-        None => policies::Matching::All,
-        Some("multus") => policies::Matching::Multus,
-        Some(other) => anyhow::bail!("the third argument is `multus` or nothing, not {other:?}"),
-    };
+    let matching = policies::Matching::from_argument(args.next().as_deref())
+        .map_err(|error| anyhow::anyhow!("the third argument: {error}"))?;
     let dir = tempfile::tempdir()?;
     policies::write_set_matching(dir.path(), total, matching)?;
     let set = graft::policy::load_path(dir.path())

@@ -168,6 +168,17 @@ pub enum Matching {
     Multus,
 }
 
+impl Matching {
+    /// The command-line argument for it: none for [`Matching::All`], `multus`.
+    pub fn from_argument(argument: Option<&str>) -> Result<Matching, String> {
+        match argument {
+            None => Ok(Matching::All),
+            Some("multus") => Ok(Matching::Multus),
+            Some(other) => Err(format!("`multus` or nothing, not {other:?}")),
+        }
+    }
+}
+
 /// The YAML of a set of `total` policies: up to four matching ones first, the rest generated.
 pub fn set_yaml(total: usize) -> String {
     set_yaml_matching(total, Matching::All)
