@@ -29,3 +29,16 @@ stop_server_and_clean_up() {
     fi
     rm -rf "$WORK"
 }
+
+# Instructions per unit of work of a probe run as `BINARY MODE N` (callgrind): the run with
+# N units less the run with none, divided by N.
+instructions_per_unit() {
+    local out a b
+    out=$(mktemp -d)
+    valgrind --tool=callgrind --callgrind-out-file="$out/none" "$1" "$2" 0 >/dev/null 2>&1
+    valgrind --tool=callgrind --callgrind-out-file="$out/some" "$1" "$2" "$3" >/dev/null 2>&1
+    a=$(awk '/^totals:/ {print $2}' "$out/none")
+    b=$(awk '/^totals:/ {print $2}' "$out/some")
+    rm -rf "$out"
+    echo $(((b - a) / $3))
+}

@@ -8,6 +8,9 @@
 //! already attached (JSON list or `[namespace/]name[@interface]` short form) are kept
 //! first; the result is written as a JSON list. A value that cannot be read leaves the pod
 //! unchanged, because a missing network must never block a worker from starting.
+//!
+//! `bench/document_probe` computes the same rule on its prototype document with the
+//! constants, [`merge`] and [`answer`] made public here.
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
@@ -16,15 +19,15 @@ use serde_json::{Map, Value, json};
 pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 /// The annotation as a JSON Pointer (`/` in the key escaped as `~1`).
 const NETWORKS_POINTER: &str = "/metadata/annotations/k8s.v1.cni.cncf.io~1networks";
-const WORKER_NAMESPACE: &str = "dynamo-system";
-const COMPONENT_LABEL: &str = "nvidia.com/dynamo-component-type";
-const NODE_ALIAS: &str = "dynamo.nodeAlias";
+pub const WORKER_NAMESPACE: &str = "dynamo-system";
+pub const COMPONENT_LABEL: &str = "nvidia.com/dynamo-component-type";
+pub const NODE_ALIAS: &str = "dynamo.nodeAlias";
 const NETWORK_NAMESPACE: &str = "rdma-networks";
 const ROCE: &[&str] = &[
     "roce5", "roce7", "roce8", "roce9", "roce10", "roce11", "roce12", "roce13", "roce14", "roce15",
 ];
 /// The RDMA nodes, by alias, with the networks their workers attach.
-const RDMA_NODES: &[(&str, &[&str])] = &[("worker06", ROCE), ("worker14", ROCE)];
+pub const RDMA_NODES: &[(&str, &[&str])] = &[("worker06", ROCE), ("worker14", ROCE)];
 
 /// Why a body gets HTTP 400 instead of an answer.
 #[derive(Debug, thiserror::Error)]
@@ -41,23 +44,32 @@ pub fn review(body: &[u8]) -> Result<Vec<u8>, BadReview> {
     let review: Value = serde_json::from_slice(body)?;
     let request = &review["request"];
     let uid = request["uid"].as_str().ok_or(BadReview::MissingUid)?;
+    let patch = patch(request)
+        .map(|patch| serde_json::to_vec(&patch))
+        .transpose()?;
+    let api_version = review["apiVersion"].as_str();
+    Ok(answer(api_version, uid, patch)?)
+}
+
+/// The response review: allowed, echoing the uid, with `patch` (JSON) when there is one.
+pub fn answer(
+    api_version: Option<&str>,
+    uid: &str,
+    patch: Option<Vec<u8>>,
+) -> serde_json::Result<Vec<u8>> {
     let mut response = json!({ "uid": uid, "allowed": true });
-    if let Some(patch) = patch(request) {
-        let patch = serde_json::to_vec(&patch)?;
+    if let Some(patch) = patch {
         response["patchType"] = "JSONPatch".into();
         response["patch"] = base64::engine::general_purpose::STANDARD
             .encode(patch)
             .into();
     }
-    let api_version = review["apiVersion"]
-        .as_str()
-        .unwrap_or("admission.k8s.io/v1");
     let answer = json!({
-        "apiVersion": api_version,
+        "apiVersion": api_version.unwrap_or("admission.k8s.io/v1"),
         "kind": "AdmissionReview",
         "response": response,
     });
-    Ok(serde_json::to_vec(&answer)?)
+    serde_json::to_vec(&answer)
 }
 
 /// The JSON Patch (a list of operations) for an admission request, when the rule applies
@@ -96,7 +108,7 @@ pub fn patch(request: &Value) -> Option<Value> {
 /// The annotation value with each of `networks` not yet attached appended, as a JSON list;
 /// `None` when a JSON list already has them all or `current` cannot be read. An entry
 /// without a namespace is in the pod's.
-fn merge(current: &str, networks: &[&str], pod_namespace: &str) -> Option<String> {
+pub fn merge(current: &str, networks: &[&str], pod_namespace: &str) -> Option<String> {
     let current = current.trim();
     let json_list = current.starts_with('[');
     let mut entries: Vec<Value> = if current.is_empty() {
