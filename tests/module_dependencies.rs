@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// The core modules, each with the modules it may refer to.
 const ALLOWED: &[(&str, &[&str])] = &[
+    ("tree", &[]),
     ("jsonpath", &[]),
     ("k8s", &["jsonpath"]),
     ("manifests", &[]),

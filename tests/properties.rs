@@ -3,6 +3,8 @@
 //! AdmissionReview; every patch must apply to the original and give the engine's
 //! mutation; policies that are idempotent by construction must converge in one pass.
 
+mod proptest_cases;
+
 use std::path::Path;
 
 use base64::Engine as _;
@@ -11,18 +13,8 @@ use graft::engine::Outcome;
 use graft::namespaces::{Namespace, NamespaceMap};
 use graft::policy::PolicySet;
 use proptest::prelude::*;
+use proptest_cases::config;
 use serde_json::{Map, Value, json};
-
-/// Modest case counts keep the whole file well under 30 s in debug; `PROPTEST_CASES`
-/// (proptest's own variable) replaces them for a deeper run.
-fn config(cases: u32) -> ProptestConfig {
-    let deeper = std::env::var("PROPTEST_CASES").ok();
-    ProptestConfig {
-        cases: deeper.and_then(|n| n.parse().ok()).unwrap_or(cases),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Generators

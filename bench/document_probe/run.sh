@@ -5,6 +5,6 @@ cd "$(dirname "$0")"
 # shellcheck source=bench/common.sh
 source ../common.sh
 cargo build --release --quiet
-for mode in serde_json eager eager-lean lazy check; do
+for mode in serde_json eager eager-lean lazy graft check; do
     echo "$mode: $(instructions_per_unit target/release/document_probe "$mode" 200) instructions per review"
 done

@@ -9,6 +9,8 @@
 //! - `eager-lean`: `eager`, with `metadata.managedFields` kept as text, as graft's parse
 //!   leaves it unbuilt today when no candidate policy can see it.
 //! - `lazy`: the same on a tree built lazily: what the rule does not read stays text.
+//! - `graft`: the same on graft's own tree (`graft::tree`), `managedFields` kept as
+//!   text: strings are owned there (`Arc<str>`), where the prototype borrows them.
 //! - `check`: the body only checked as JSON (serde's `IgnoredAny`), the floor under any
 //!   parse that refuses what serde_json refuses.
 //!
@@ -24,6 +26,7 @@ use std::hint::black_box;
 mod handwritten_review;
 mod tree;
 
+use graft::tree::Tree;
 use handwritten_review::{
     COMPONENT_LABEL, NETWORKS_ANNOTATION, NODE_ALIAS, RDMA_NODES, WORKER_NAMESPACE,
 };
@@ -39,7 +42,7 @@ fn main() -> anyhow::Result<()> {
     let mode = args.next().unwrap_or_default();
     let n: usize = args.next().as_deref().unwrap_or("200").parse()?;
     let expected = handwritten_review::review(REVIEW.as_bytes())?;
-    for build in [Build::Eager, Build::EagerLean, Build::Lazy] {
+    for build in [Build::Eager, Build::EagerLean, Build::Lazy, Build::Graft] {
         anyhow::ensure!(
             review(REVIEW, build)? == expected,
             "the tree's answer differs ({build:?})"
@@ -53,6 +56,7 @@ fn main() -> anyhow::Result<()> {
             "eager" => review(body, Build::Eager)?.len(),
             "eager-lean" => review(body, Build::EagerLean)?.len(),
             "lazy" => review(body, Build::Lazy)?.len(),
+            "graft" => review(body, Build::Graft)?.len(),
             "check" => {
                 serde_json::from_str::<serde::de::IgnoredAny>(body)?;
                 1
@@ -70,56 +74,141 @@ enum Build {
     Eager,
     EagerLean,
     Lazy,
+    Graft,
 }
 
-/// The hand-written webhook's answer, computed on the tree.
+/// The hand-written webhook's answer, computed on a tree built as `build` says.
 fn review(body: &str, build: Build) -> anyhow::Result<Vec<u8>> {
-    let root = match build {
-        Build::Eager => Node::eager(body)?,
-        Build::EagerLean => Node::eager_without_managed_fields(body)?,
-        Build::Lazy => Node::lazy(body)?,
-    };
+    match build {
+        Build::Eager => answer(&Node::eager(body)?),
+        Build::EagerLean => answer(&Node::eager_without_managed_fields(body)?),
+        Build::Lazy => answer(&Node::lazy(body)?),
+        Build::Graft => answer(&Tree::parse_keeping(body, &["managedFields"])?),
+    }
+}
+
+/// What the rule needs of a tree.
+trait Document: Clone {
+    fn field(&self, key: &str) -> Option<&Self>;
+    fn text(&self) -> Option<&str>;
+    /// Sets the string at `path`, creating maps on the way; `false` when a node on the way
+    /// is not a map.
+    fn set_string(&mut self, path: &[&str], value: String) -> bool;
+    /// The JSON Patch from `self` to `other` as JSON, `None` when it is empty.
+    fn patch_to(&self, other: &Self) -> serde_json::Result<Option<Vec<u8>>>;
+}
+
+impl Document for Node<'_> {
+    fn field(&self, key: &str) -> Option<&Self> {
+        self.get(key)
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+
+    fn set_string(&mut self, path: &[&str], value: String) -> bool {
+        self.set(path, Node::String(value.into()))
+    }
+
+    fn patch_to(&self, other: &Self) -> serde_json::Result<Option<Vec<u8>>> {
+        let operations = tree::diff(self, other);
+        if operations.is_empty() {
+            return Ok(None);
+        }
+        serde_json::to_vec(&operations).map(Some)
+    }
+}
+
+impl Document for Tree {
+    fn field(&self, key: &str) -> Option<&Self> {
+        self.get(key)
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+
+    fn set_string(&mut self, path: &[&str], value: String) -> bool {
+        let Some((last, parents)) = path.split_last() else {
+            *self = Tree::from(value);
+            return true;
+        };
+        let mut node = self;
+        for key in parents {
+            let Some(map) = node.map_mut() else {
+                return false;
+            };
+            if !map.contains_key(key) {
+                map.insert(*key, Tree::from(graft::tree::Map::new()));
+            }
+            let Some(inner) = map.get_mut(key) else {
+                return false;
+            };
+            node = inner;
+        }
+        match node.map_mut() {
+            Some(map) => {
+                map.insert(*last, Tree::from(value));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn patch_to(&self, other: &Self) -> serde_json::Result<Option<Vec<u8>>> {
+        let patch = graft::tree::diff(self, other);
+        if patch.0.is_empty() {
+            return Ok(None);
+        }
+        serde_json::to_vec(&patch).map(Some)
+    }
+}
+
+fn answer<D: Document>(root: &D) -> anyhow::Result<Vec<u8>> {
     let request = root
-        .get("request")
+        .field("request")
         .ok_or_else(|| anyhow::anyhow!("no request"))?;
     let uid = request
-        .get("uid")
-        .and_then(Node::as_str)
+        .field("uid")
+        .and_then(D::text)
         .ok_or_else(|| anyhow::anyhow!("no uid"))?;
-    let patch = match request.get("object") {
+    let patch = match request.field("object") {
         Some(object) => patch(request, object)?,
         None => None,
     };
-    let api_version = root.get("apiVersion").and_then(Node::as_str);
+    let api_version = root.field("apiVersion").and_then(D::text);
     Ok(handwritten_review::answer(api_version, uid, patch)?)
 }
 
 /// The rule's patch as JSON, when it applies and changes the pod: the annotation set on a
 /// copy of the object, and the diff of the two.
-fn patch(request: &Node<'_>, object: &Node<'_>) -> anyhow::Result<Option<Vec<u8>>> {
-    fn text<'n>(node: Option<&'n Node<'_>>) -> Option<&'n str> {
-        node.and_then(Node::as_str)
+fn patch<D: Document>(request: &D, object: &D) -> anyhow::Result<Option<Vec<u8>>> {
+    fn text<D: Document>(node: Option<&D>) -> Option<&str> {
+        node.and_then(D::text)
     }
-    let resource = request.get("resource");
-    let labels = object.get("metadata").and_then(|m| m.get("labels"));
-    let worker_created = text(resource.and_then(|r| r.get("group"))) == Some("")
-        && text(resource.and_then(|r| r.get("resource"))) == Some("pods")
-        && text(request.get("operation")) == Some("CREATE")
-        && text(request.get("namespace")) == Some(WORKER_NAMESPACE)
-        && text(labels.and_then(|l| l.get(COMPONENT_LABEL))) == Some("worker");
+    let resource = request.field("resource");
+    let labels = object.field("metadata").and_then(|m| m.field("labels"));
+    let worker_created = text(resource.and_then(|r| r.field("group"))) == Some("")
+        && text(resource.and_then(|r| r.field("resource"))) == Some("pods")
+        && text(request.field("operation")) == Some("CREATE")
+        && text(request.field("namespace")) == Some(WORKER_NAMESPACE)
+        && text(labels.and_then(|l| l.field(COMPONENT_LABEL))) == Some("worker");
     if !worker_created {
         return Ok(None);
     }
-    let selector = object.get("spec").and_then(|s| s.get("nodeSelector"));
-    let Some(alias) = text(selector.and_then(|s| s.get(NODE_ALIAS))) else {
+    let selector = object.field("spec").and_then(|s| s.field("nodeSelector"));
+    let Some(alias) = text(selector.and_then(|s| s.field(NODE_ALIAS))) else {
         return Ok(None);
     };
     let Some((_, networks)) = RDMA_NODES.iter().find(|(node, _)| *node == alias) else {
         return Ok(None);
     };
-    let annotations = object.get("metadata").and_then(|m| m.get("annotations"));
-    let current = match annotations.and_then(|a| a.get(NETWORKS_ANNOTATION)) {
-        Some(value) => match value.as_str() {
+    let annotations = object
+        .field("metadata")
+        .and_then(|m| m.field("annotations"));
+    let current = match annotations.and_then(|a| a.field(NETWORKS_ANNOTATION)) {
+        Some(value) => match value.text() {
             Some(current) => current,
             None => return Ok(None),
         },
@@ -130,12 +219,8 @@ fn patch(request: &Node<'_>, object: &Node<'_>) -> anyhow::Result<Option<Vec<u8>
     };
     let mut mutated = object.clone();
     let path = ["metadata", "annotations", NETWORKS_ANNOTATION];
-    if !mutated.set(&path, Node::String(merged.into())) {
+    if !mutated.set_string(&path, merged) {
         return Ok(None);
     }
-    let operations = tree::diff(object, &mutated);
-    if operations.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(serde_json::to_vec(&operations)?))
+    Ok(object.patch_to(&mutated)?)
 }

@@ -1,0 +1,199 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+fn tree(value: &Value) -> Tree {
+    Tree::parse(&value.to_string()).expect("valid JSON")
+}
+
+#[test]
+fn a_parse_writes_back_what_serde_json_writes() {
+    let text = r#"{"b":1,"a":[true,null,-2.5,"x\"y"],"c":{"d":{}},"b":2}"#;
+    let tree = Tree::parse(text).unwrap();
+    let value: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(serde_json::to_string(&tree).unwrap(), value.to_string());
+    assert_eq!(tree.to_value(), value);
+}
+
+#[test]
+fn what_serde_json_refuses_the_tree_refuses() {
+    for text in [
+        "{",
+        "[1,]",
+        r#"{"a" 1}"#,
+        "01",
+        "1e400",
+        r#""\ud800""#,
+        "[] x",
+    ] {
+        assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
+        assert!(Tree::parse(text).is_err(), "{text}");
+        assert!(Tree::parse_keeping(text, &["a"]).is_err(), "{text}");
+    }
+}
+
+#[test]
+fn a_kept_value_is_checked_now_and_built_on_first_read() {
+    let text = r#"{"metadata":{"name":"p","managedFields":[{"manager":"kubectl"}],"uid":"u"}}"#;
+    let tree = Tree::parse_keeping(text, &["managedFields"]).unwrap();
+    let kept = tree.pointer("/metadata/managedFields").unwrap();
+    let Tree::Text(text_node) = kept else {
+        panic!("kept as text: {kept:?}");
+    };
+    assert!(text_node.built.get().is_none(), "not built before a read");
+    assert_eq!(
+        tree.pointer("/metadata/managedFields/0/manager")
+            .and_then(Tree::as_str),
+        Some("kubectl")
+    );
+    assert!(text_node.built.get().is_some(), "built by the read");
+    assert_eq!(tree, Tree::parse(text).unwrap());
+    assert_eq!(
+        serde_json::to_string(&tree).unwrap(),
+        serde_json::to_string(&Tree::parse(text).unwrap()).unwrap()
+    );
+    // A kept key's scalar value is built as any scalar.
+    let scalar = Tree::parse_keeping(r#"{"managedFields":"x"}"#, &["managedFields"]).unwrap();
+    assert_eq!(
+        scalar.get("managedFields").and_then(Tree::as_str),
+        Some("x")
+    );
+}
+
+#[test]
+fn a_kept_value_nested_past_the_limit_is_refused_as_serde_json_refuses_it() {
+    let nested = |depth: usize| format!(r#"{{"m":{}1{}}}"#, "[".repeat(depth), "]".repeat(depth));
+    for depth in [MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 5] {
+        let text = nested(depth);
+        let whole = serde_json::from_str::<Value>(&text).is_ok();
+        assert_eq!(Tree::parse(&text).is_ok(), whole, "depth {depth}");
+        assert_eq!(
+            Tree::parse_keeping(&text, &["m"]).is_ok(),
+            whole,
+            "depth {depth}"
+        );
+    }
+    assert!(Tree::parse(&nested(MAX_DEPTH - 1)).is_ok());
+    assert!(Tree::parse(&nested(MAX_DEPTH)).is_err());
+}
+
+#[test]
+fn a_key_written_twice_keeps_its_first_place_and_last_value() {
+    let text = r#"{"a":1,"b":2,"a":3}"#;
+    let tree = Tree::parse(text).unwrap();
+    assert_eq!(serde_json::to_string(&tree).unwrap(), r#"{"a":3,"b":2}"#);
+    // The same past the size where keys are indexed.
+    let many: Vec<String> = (0..100).map(|i| format!(r#""k{i}":{i}"#)).collect();
+    let text = format!(r#"{{{},"k7":"again"}}"#, many.join(","));
+    let tree = Tree::parse(&text).unwrap();
+    let value: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(tree.to_value(), value);
+    assert_eq!(tree.get("k7").and_then(Tree::as_str), Some("again"));
+    assert_eq!(tree.as_map().unwrap().len(), 100);
+}
+
+#[test]
+fn an_edit_copies_only_the_path_to_what_it_changes() {
+    let original = tree(&json!({
+        "metadata": {"labels": {"a": "1"}, "annotations": {"x": "y"}},
+        "spec": {"containers": [{"name": "c"}]}
+    }));
+    let mut edited = original.clone();
+    edited
+        .pointer_mut("/metadata/labels")
+        .and_then(Tree::map_mut)
+        .unwrap()
+        .insert("b", Tree::from("2"));
+    assert!(
+        edited
+            .get("spec")
+            .unwrap()
+            .same(original.get("spec").unwrap())
+    );
+    let (before, after) = (
+        original.get("metadata").unwrap(),
+        edited.get("metadata").unwrap(),
+    );
+    assert!(!before.same(after));
+    assert!(
+        after
+            .get("annotations")
+            .unwrap()
+            .same(before.get("annotations").unwrap())
+    );
+    assert_eq!(
+        original.pointer("/metadata/labels/b"),
+        None,
+        "the original is untouched"
+    );
+    assert_eq!(
+        serde_json::to_value(diff(&original, &edited)).unwrap(),
+        json!([{"op": "add", "path": "/metadata/labels/b", "value": "2"}])
+    );
+}
+
+#[test]
+fn removing_keeps_the_order_and_the_index_follows() {
+    let entries: Vec<(String, Tree)> = (0..40)
+        .map(|i| (format!("k{i}"), Tree::from(i64::from(i))))
+        .collect();
+    let mut map: Map = entries.into_iter().collect();
+    assert_eq!(map.get("k39").and_then(Tree::as_i64), Some(39));
+    assert_eq!(map.remove("k3").and_then(|t| t.as_i64()), Some(3));
+    assert_eq!(map.get("k39").and_then(Tree::as_i64), Some(39));
+    assert_eq!(map.get("k3"), None);
+    assert_eq!(map.keys().nth(3), Some("k4"));
+    map.insert("k3", Tree::from("back"));
+    assert_eq!(map.keys().last(), Some("k3"));
+    assert_eq!(map.get("k3").and_then(Tree::as_str), Some("back"));
+    assert_eq!(
+        map.insert("k0", Tree::Null).and_then(|t| t.as_i64()),
+        Some(0)
+    );
+    assert_eq!(map.keys().next(), Some("k0"));
+}
+
+#[test]
+fn pointers_follow_rfc_6901() {
+    let tree = tree(&json!({"a/b": {"m~n": [10, 20]}, "": 1}));
+    assert_eq!(
+        tree.pointer("/a~1b/m~0n/1").and_then(Tree::as_i64),
+        Some(20)
+    );
+    assert_eq!(tree.pointer("/").and_then(Tree::as_i64), Some(1));
+    assert_eq!(tree.pointer(""), Some(&tree));
+    assert_eq!(tree.pointer("/a~1b/m~0n/01"), None);
+    assert_eq!(tree.pointer("/a~1b/m~0n/-"), None);
+    assert_eq!(tree.pointer("a"), None);
+}
+
+#[test]
+fn jsonpath_queries_a_tree_as_it_queries_a_value() {
+    use jsonpath_rust::query::js_path_vals;
+    let value = json!({
+        "metadata": {"ownerReferences": [{"kind": "StatefulSet", "name": "s"}, {"kind": "Job"}]},
+        "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b"}]},
+        "list": ["a", "c"]
+    });
+    let tree = tree(&value);
+    for path in [
+        "$.metadata.ownerReferences[?@.kind == 'StatefulSet']",
+        "$.spec.containers[*].name",
+        "$..name",
+        "$.spec.containers[?@.image]",
+        "$.spec.containers[?in(@.name, $.list)]",
+        "$.nothing",
+    ] {
+        let on_value: Vec<Value> = js_path_vals(path, &value)
+            .unwrap()
+            .into_iter()
+            .cloned()
+            .collect();
+        let on_tree: Vec<Value> = js_path_vals(path, &tree)
+            .unwrap()
+            .into_iter()
+            .map(Tree::to_value)
+            .collect();
+        assert_eq!(on_tree, on_value, "{path}");
+    }
+}
