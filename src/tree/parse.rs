@@ -22,8 +22,8 @@ impl Tree {
     }
 
     /// The JSON text as a tree, with the map or list value of any entry whose key is in
-    /// `kept` kept as text ([`Tree::Text`]), at any depth: checked now as if it were
-    /// built, built when first read.
+    /// `kept` kept as text ([`Tree::Text`]), at any depth: checked now as building it
+    /// would check it, built when first read.
     pub fn parse_keeping(text: &str, kept: &[&str]) -> serde_json::Result<Tree> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let tree = Build { depth: 0, kept }.deserialize(&mut deserializer)?;
@@ -132,89 +132,95 @@ impl<'de> DeserializeSeed<'de> for Kept<'_> {
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Tree, D::Error> {
         let raw = <&RawValue as serde::Deserialize>::deserialize(deserializer)?;
         let text = raw.get();
-        let mut check = serde_json::Deserializer::from_str(text);
-        let tree = Check {
-            depth: self.0.depth,
+        if !text.starts_with(['{', '[']) {
+            let mut scalar = serde_json::Deserializer::from_str(text);
+            return self.0.deserialize(&mut scalar).map_err(de::Error::custom);
         }
-        .deserialize(&mut check)
-        .map_err(de::Error::custom)?;
-        match tree {
-            Some(scalar) => Ok(scalar),
-            None => Ok(Tree::Text(Arc::new(Text::new(text)))),
+        check_kept(text, self.0.depth).map_err(de::Error::custom)?;
+        Ok(Tree::Text(Arc::new(Text::new(text))))
+    }
+}
+
+/// What serde_json checks when it builds JSON and not when it reads a raw value, which
+/// found `text` valid already: how deep maps and lists nest (counting the `depth` around
+/// the text), that every number is finite, and that `\u` escapes pair their surrogates.
+/// A text that passes builds as it would have built in place, so a kept text is refused
+/// or accepted with the body, never when it is read.
+///
+/// A scan of the bytes rather than a second parse by serde_json: that parse cost as much
+/// as building the text would.
+fn check_kept(text: &str, depth: usize) -> Result<(), &'static str> {
+    let bytes = text.as_bytes();
+    let mut depth = depth;
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'[' | b'{' => {
+                if depth >= MAX_DEPTH {
+                    return Err("recursion limit exceeded");
+                }
+                depth += 1;
+                at += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                at += 1;
+            }
+            b'"' => at = string_end(bytes, at + 1)?,
+            b'-' | b'0'..=b'9' => {
+                let length = bytes[at..]
+                    .iter()
+                    .position(|b| !matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                    .unwrap_or(bytes.len() - at);
+                let number = &text[at..at + length];
+                if !number.parse::<f64>().is_ok_and(f64::is_finite) {
+                    return Err("number out of range");
+                }
+                at += length;
+            }
+            _ => at += 1,
+        }
+    }
+    Ok(())
+}
+
+/// Where the string whose content starts at `at` ends (after its closing quote), its
+/// `\u` escapes checked as serde_json checks them for a string: a trailing surrogate
+/// alone, or a leading one not followed by a trailing one, is refused.
+fn string_end(bytes: &[u8], mut at: usize) -> Result<usize, &'static str> {
+    loop {
+        at += memchr::memchr2(b'"', b'\\', &bytes[at..]).ok_or("unterminated string")?;
+        if bytes[at] == b'"' {
+            return Ok(at + 1);
+        }
+        if bytes.get(at + 1) != Some(&b'u') {
+            at += 2;
+            continue;
+        }
+        let unit = hex_escape(bytes, at)?;
+        at += 6;
+        if (0xDC00..=0xDFFF).contains(&unit) {
+            return Err("lone leading surrogate in hex escape");
+        }
+        if (0xD800..=0xDBFF).contains(&unit) {
+            if bytes.get(at..at + 2) != Some(b"\\u") {
+                return Err("unexpected end of hex escape");
+            }
+            if !(0xDC00..=0xDFFF).contains(&hex_escape(bytes, at)?) {
+                return Err("lone leading surrogate in hex escape");
+            }
+            at += 6;
         }
     }
 }
 
-/// Reads a value as building it would, the nesting counted from `depth`: a scalar is
-/// built (`Some`), a map or list only checked (`None`).
-#[derive(Clone, Copy)]
-struct Check {
-    depth: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for Check {
-    type Value = Option<Tree>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl Check {
-    fn enter<E: de::Error>(self) -> Result<Check, E> {
-        if self.depth >= MAX_DEPTH {
-            return Err(E::custom("recursion limit exceeded"));
-        }
-        Ok(Check {
-            depth: self.depth + 1,
-        })
-    }
-}
-
-impl<'de> Visitor<'de> for Check {
-    type Value = Option<Tree>;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("any valid JSON value")
-    }
-
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Some(Tree::Null))
-    }
-
-    fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
-        Ok(Some(Tree::Bool(b)))
-    }
-
-    fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
-        Ok(Some(Tree::Number(n.into())))
-    }
-
-    fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
-        Ok(Some(Tree::Number(n.into())))
-    }
-
-    fn visit_f64<E>(self, n: f64) -> Result<Self::Value, E> {
-        Ok(Some(Tree::from(n)))
-    }
-
-    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(Some(Tree::String(s.into())))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let inner = self.enter()?;
-        while seq.next_element_seed(inner)?.is_some() {}
-        Ok(None)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
-        let inner = self.enter()?;
-        while access.next_key_seed(CheckedKey)?.is_some() {
-            access.next_value_seed(inner)?;
-        }
-        Ok(None)
-    }
+/// The code unit of the `\uXXXX` escape at `at`.
+fn hex_escape(bytes: &[u8], at: usize) -> Result<u16, &'static str> {
+    bytes
+        .get(at + 2..at + 6)
+        .and_then(|digits| std::str::from_utf8(digits).ok())
+        .and_then(|digits| u16::from_str_radix(digits, 16).ok())
+        .ok_or("invalid escape")
 }
 
 /// A map key, read as serde_json reads one for a `Value`.
@@ -237,29 +243,6 @@ impl Visitor<'_> for Key {
 
     fn visit_str<E>(self, s: &str) -> Result<Arc<str>, E> {
         Ok(s.into())
-    }
-}
-
-/// A map key read as [`Key`] reads it (escapes and all), and dropped.
-struct CheckedKey;
-
-impl<'de> DeserializeSeed<'de> for CheckedKey {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl Visitor<'_> for CheckedKey {
-    type Value = ();
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("a string key")
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
     }
 }
 

@@ -197,3 +197,56 @@ fn jsonpath_queries_a_tree_as_it_queries_a_value() {
         assert_eq!(on_tree, on_value, "{path}");
     }
 }
+
+#[test]
+fn a_kept_text_is_refused_where_serde_json_refuses_to_build_it() {
+    let escapes = [
+        r"\u0041",
+        r"\ud800",
+        r"\udbff",
+        r"\udc00",
+        r"\udfff",
+        r"\ud800\udc00",
+        r"\ud800\u0041",
+        r"\ud800\n",
+        r"\ud800x",
+        r"\ud83d\ude00\udc00",
+        r"\\ud800",
+        r"\u00e9\ud800\udfff",
+    ];
+    let numbers = [
+        "0",
+        "-0",
+        "1e308",
+        "1e309",
+        "-1e400",
+        "1e-400",
+        "1.5E+3",
+        "18446744073709551616",
+        "123456789012345678901234567890",
+        &format!("1{}", "0".repeat(400)),
+        "2.5e-3",
+    ];
+    let mut texts: Vec<String> = Vec::new();
+    for escape in escapes {
+        texts.push(format!(r#"{{"m":{{"k":"a{escape}b"}}}}"#));
+        texts.push(format!(r#"{{"m":{{"a{escape}":1}}}}"#));
+    }
+    for number in numbers {
+        texts.push(format!(r#"{{"m":[{number}]}}"#));
+        texts.push(format!(r#"{{"m":{{"n":{number},"s":"{number}"}}}}"#));
+    }
+    for text in &texts {
+        let serde_json_builds = serde_json::from_str::<Value>(text).is_ok();
+        assert_eq!(Tree::parse(text).is_ok(), serde_json_builds, "{text}");
+        let kept = Tree::parse_keeping(text, &["m"]);
+        assert_eq!(kept.is_ok(), serde_json_builds, "{text}");
+        if let Ok(kept) = kept {
+            assert_eq!(
+                kept.to_value(),
+                serde_json::from_str::<Value>(text).unwrap(),
+                "{text}"
+            );
+        }
+    }
+}
