@@ -83,7 +83,7 @@ fn edit() -> impl Strategy<Value = Edit> {
 }
 
 /// Applies `edit` at `pointer` to both; both must change alike.
-fn apply(edit: &Edit, pointer: &str, value: &mut Value, tree: &mut Tree) {
+fn apply(edit: &Edit, pointer: &str, value: &mut Value, tree: &mut Tree<'_>) {
     let (Some(v), Some(t)) = (value.pointer_mut(pointer), tree.pointer_mut(pointer)) else {
         panic!("{pointer} is in both");
     };
@@ -95,7 +95,7 @@ fn apply(edit: &Edit, pointer: &str, value: &mut Value, tree: &mut Tree) {
         Edit::Insert(key, new) => {
             if let (Some(v), Some(t)) = (v.as_object_mut(), t.map_mut()) {
                 v.insert(key.clone(), new.clone());
-                t.insert(key.as_str(), Tree::from(new));
+                t.insert(key.clone(), Tree::from(new));
             }
         }
         Edit::Remove(key) => {

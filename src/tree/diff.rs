@@ -18,13 +18,13 @@ use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOp
 use super::{Map, Tree};
 
 /// The operations that turn `left` into `right`.
-pub fn diff(left: &Tree, right: &Tree) -> Patch {
+pub fn diff(left: &Tree<'_>, right: &Tree<'_>) -> Patch {
     let mut patch = Patch(Vec::new());
     diff_into(left, right, &mut PointerBuf::new(), &mut patch);
     patch
 }
 
-fn diff_into(left: &Tree, right: &Tree, at: &mut PointerBuf, patch: &mut Patch) {
+fn diff_into(left: &Tree<'_>, right: &Tree<'_>, at: &mut PointerBuf, patch: &mut Patch) {
     if left.same(right) {
         return;
     }
@@ -41,7 +41,7 @@ fn diff_into(left: &Tree, right: &Tree, at: &mut PointerBuf, patch: &mut Patch) 
 
 /// Whether the two are equal, decided without a lookup when maps list their keys in the
 /// same order (they almost always do: one is the other, partly edited).
-fn plainly_equal(left: &Tree, right: &Tree) -> bool {
+fn plainly_equal(left: &Tree<'_>, right: &Tree<'_>) -> bool {
     if left.same(right) {
         return true;
     }
@@ -65,7 +65,7 @@ fn plainly_equal(left: &Tree, right: &Tree) -> bool {
     }
 }
 
-fn diff_lists(left: &[Tree], right: &[Tree], at: &mut PointerBuf, patch: &mut Patch) {
+fn diff_lists(left: &[Tree<'_>], right: &[Tree<'_>], at: &mut PointerBuf, patch: &mut Patch) {
     let paired = left.len().min(right.len());
     for (index, (l, r)) in left.iter().zip(right).enumerate() {
         if !plainly_equal(l, r) {
@@ -91,7 +91,7 @@ fn diff_lists(left: &[Tree], right: &[Tree], at: &mut PointerBuf, patch: &mut Pa
     }
 }
 
-fn diff_maps(left: &Map, right: &Map, at: &mut PointerBuf, patch: &mut Patch) {
+fn diff_maps(left: &Map<'_>, right: &Map<'_>, at: &mut PointerBuf, patch: &mut Patch) {
     let mut in_step = left.entries().iter();
     let mut stepping = true;
     let mut paired_in_step = 0;

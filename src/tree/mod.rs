@@ -1,17 +1,22 @@
 //! The JSON tree the engine's object moves to: maps are vectors of entries in their JSON
-//! order (a key is found by a scan, never hashed), strings and nodes are shared by `Arc`,
-//! and a subtree may stay JSON text until it is first read.
+//! order (a key is found by a scan, never hashed), maps and lists are shared by `Arc`,
+//! strings and keys are borrowed from the text the tree was parsed from, and a subtree
+//! may stay JSON text until it is first read.
 //!
 //! Why this shape, measured (`bench/document_probe`, BENCHMARKS.md): parsing a review into
-//! vector maps costs half of parsing it into `serde_json::Value`'s hashed ordered maps;
-//! sharing makes a copy of the tree one reference count, and an edit copies only the maps
-//! and lists on the path to what it changes ([`Tree::map_mut`], [`Tree::list_mut`]), so
-//! keeping the tree as it was before a policy is keeping its root, and the diff of two
-//! roots ([`diff`]) skips every subtree they share without looking into it.
+//! vector maps with borrowed strings costs about half of parsing it into
+//! `serde_json::Value`'s hashed ordered maps of owned strings; sharing makes a copy of the
+//! tree one reference count, and an edit copies only the maps and lists on the path to
+//! what it changes ([`Tree::map_mut`], [`Tree::list_mut`]), so keeping the tree as it was
+//! before a policy is keeping its root, and the diff of two roots ([`diff`]) skips every
+//! subtree they share without looking into it.
+//!
+//! The tree is covariant in the lifetime of its text: a tree that owns its strings
+//! (`Tree<'static>`, a policy's literal) goes into one that borrows them as it is.
 //!
 //! Text nodes are for what is big and rarely read, such as `metadata.managedFields`: the
-//! parse checks the text as it would check any JSON and keeps it ([`Tree::parse_keeping`]),
-//! and the first read builds it. Nothing needs to know in advance whether it will be read.
+//! parse checks the text as building it would ([`Tree::parse_keeping`]) and keeps it, and
+//! the first read builds it. Nothing needs to know in advance whether it will be read.
 //! Building a level of text only when it is read, everywhere, does not pay: each level's
 //! text would be read again by each level below it.
 
@@ -21,24 +26,26 @@ mod query;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 pub use diff::diff;
 pub use parse::MAX_DEPTH;
 
-/// A JSON value.
+/// A JSON value. Its strings and keys borrow from the text it was parsed from (`'t`)
+/// where they are in it as they are, and are their own otherwise.
 #[derive(Clone, Debug, Default)]
-pub enum Tree {
+pub enum Tree<'t> {
     #[default]
     Null,
     Bool(bool),
     Number(serde_json::Number),
-    String(Arc<str>),
-    List(Arc<Vec<Tree>>),
-    Map(Arc<Map>),
+    String(Cow<'t, str>),
+    List(Arc<Vec<Tree<'t>>>),
+    Map(Arc<Map<'t>>),
     /// A map or list kept as its JSON text until it is first read.
-    Text(Arc<Text>),
+    Text(Arc<Text<'t>>),
 }
 
 /// A JSON object: its entries in order, each key once.
@@ -47,17 +54,17 @@ pub enum Tree {
 /// larger map builds an index of its keys on its first lookup, so that no map makes a
 /// lookup (or a parse, or a diff) quadratic.
 #[derive(Debug, Default)]
-pub struct Map {
-    entries: Vec<(Arc<str>, Tree)>,
-    index: OnceLock<HashMap<Arc<str>, usize>>,
+pub struct Map<'t> {
+    entries: Vec<(Cow<'t, str>, Tree<'t>)>,
+    index: OnceLock<HashMap<Box<str>, usize>>,
 }
 
 /// Up to this many entries a key is found by a scan.
 const SCANNED: usize = 32;
 
 /// A copy leaves the index behind: the copy is made to be changed.
-impl Clone for Map {
-    fn clone(&self) -> Map {
+impl Clone for Map<'_> {
+    fn clone(&self) -> Self {
         Map {
             entries: self.entries.clone(),
             index: OnceLock::new(),
@@ -65,41 +72,42 @@ impl Clone for Map {
     }
 }
 
-/// A map or list kept as JSON text, checked when it was kept, built on first read.
+/// A map or list kept as JSON text, checked when it was kept, built on first read (its
+/// strings its own, so that the tree stays free to live as long as its text).
 #[derive(Debug)]
-pub struct Text {
-    text: Box<str>,
-    built: OnceLock<Tree>,
+pub struct Text<'t> {
+    text: &'t str,
+    built: OnceLock<Tree<'static>>,
 }
 
-impl Text {
-    fn new(text: &str) -> Text {
+impl<'t> Text<'t> {
+    fn new(text: &'t str) -> Self {
         Text {
-            text: text.into(),
+            text,
             built: OnceLock::new(),
         }
     }
 
     /// The text as a tree, built on the first call.
-    fn tree(&self) -> &Tree {
-        // The text was checked as JSON, nesting included, when it was kept; a build that
+    fn tree(&self) -> &Tree<'t> {
+        // The text was checked as building it checks it when it was kept; a build that
         // failed anyway would be a bug, and `null` its most harmless answer.
         self.built
-            .get_or_init(|| Tree::parse(&self.text).unwrap_or(Tree::Null))
+            .get_or_init(|| Tree::parse_owned(self.text).unwrap_or(Tree::Null))
     }
 
     /// The JSON text, as it was in the body.
-    pub fn as_str(&self) -> &str {
-        &self.text
+    pub fn as_str(&self) -> &'t str {
+        self.text
     }
 }
 
-impl Map {
-    pub fn new() -> Map {
+impl<'t> Map<'t> {
+    pub fn new() -> Self {
         Map::default()
     }
 
-    pub fn with_capacity(capacity: usize) -> Map {
+    pub fn with_capacity(capacity: usize) -> Self {
         Map {
             entries: Vec::with_capacity(capacity),
             index: OnceLock::new(),
@@ -122,7 +130,7 @@ impl Map {
             .get_or_init(|| {
                 let mut index = HashMap::with_capacity(self.entries.len());
                 for (at, (key, _)) in self.entries.iter().enumerate() {
-                    index.insert(key.clone(), at);
+                    index.insert(Box::<str>::from(&**key), at);
                 }
                 index
             })
@@ -130,11 +138,11 @@ impl Map {
             .copied()
     }
 
-    pub fn get(&self, key: &str) -> Option<&Tree> {
+    pub fn get(&self, key: &str) -> Option<&Tree<'t>> {
         self.position(key).map(|at| &self.entries[at].1)
     }
 
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut Tree> {
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Tree<'t>> {
         self.position(key).map(|at| &mut self.entries[at].1)
     }
 
@@ -144,13 +152,13 @@ impl Map {
 
     /// Sets `key` to `value`: in its place when the key is there, last otherwise (as
     /// `serde_json::Map` keeps its order). The value it had, if any.
-    pub fn insert(&mut self, key: impl Into<Arc<str>>, value: Tree) -> Option<Tree> {
+    pub fn insert(&mut self, key: impl Into<Cow<'t, str>>, value: Tree<'t>) -> Option<Tree<'t>> {
         let key = key.into();
         match self.position(&key) {
             Some(at) => Some(std::mem::replace(&mut self.entries[at].1, value)),
             None => {
                 if let Some(index) = self.index.get_mut() {
-                    index.insert(key.clone(), self.entries.len());
+                    index.insert(Box::<str>::from(&*key), self.entries.len());
                 }
                 self.entries.push((key, value));
                 None
@@ -159,18 +167,18 @@ impl Map {
     }
 
     /// Removes `key`, keeping the order of the others. The value it had, if any.
-    pub fn remove(&mut self, key: &str) -> Option<Tree> {
+    pub fn remove(&mut self, key: &str) -> Option<Tree<'t>> {
         let at = self.position(key)?;
         // The positions after it shift: the index is rebuilt on the next lookup.
         self.index = OnceLock::new();
         Some(self.entries.remove(at).1)
     }
 
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Tree)> {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Tree<'t>)> {
         self.entries.iter().map(|(key, value)| (&**key, value))
     }
 
-    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&str, &mut Tree)> {
+    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&str, &mut Tree<'t>)> {
         self.entries.iter_mut().map(|(key, value)| (&**key, value))
     }
 
@@ -179,15 +187,15 @@ impl Map {
     }
 
     /// The entries in order, with their shared keys.
-    fn entries(&self) -> &[(Arc<str>, Tree)] {
+    fn entries(&self) -> &[(Cow<'t, str>, Tree<'t>)] {
         &self.entries
     }
 }
 
 /// Maps are equal when they hold the same keys with equal values, in any order, as
 /// `serde_json::Map`s are.
-impl PartialEq for Map {
-    fn eq(&self, other: &Map) -> bool {
+impl PartialEq for Map<'_> {
+    fn eq(&self, other: &Self) -> bool {
         self.len() == other.len()
             && (self
                 .entries
@@ -200,9 +208,9 @@ impl PartialEq for Map {
     }
 }
 
-impl FromIterator<(String, Tree)> for Map {
+impl<'t> FromIterator<(String, Tree<'t>)> for Map<'t> {
     /// A later entry with the key of an earlier one replaces its value in place.
-    fn from_iter<I: IntoIterator<Item = (String, Tree)>>(entries: I) -> Map {
+    fn from_iter<I: IntoIterator<Item = (String, Tree<'t>)>>(entries: I) -> Self {
         let mut map = Map::new();
         for (key, value) in entries {
             map.insert(key, value);
@@ -211,9 +219,9 @@ impl FromIterator<(String, Tree)> for Map {
     }
 }
 
-impl Tree {
+impl<'t> Tree<'t> {
     /// A map or list, as itself; a text node as the tree its text is built into.
-    pub fn resolved(&self) -> &Tree {
+    pub fn resolved(&self) -> &Tree<'t> {
         match self {
             Tree::Text(text) => text.tree(),
             tree => tree,
@@ -222,11 +230,11 @@ impl Tree {
 
     /// Whether `self` and `other` are one node: shared maps, lists, strings or texts.
     /// Equal trees that are not shared are not the same.
-    pub fn same(&self, other: &Tree) -> bool {
+    pub fn same(&self, other: &Tree<'t>) -> bool {
         match (self, other) {
             (Tree::Map(l), Tree::Map(r)) => Arc::ptr_eq(l, r),
             (Tree::List(l), Tree::List(r)) => Arc::ptr_eq(l, r),
-            (Tree::String(l), Tree::String(r)) => Arc::ptr_eq(l, r),
+            (Tree::String(l), Tree::String(r)) => std::ptr::eq::<str>(&**l, &**r),
             (Tree::Text(l), Tree::Text(r)) => Arc::ptr_eq(l, r),
             _ => false,
         }
@@ -269,14 +277,14 @@ impl Tree {
         }
     }
 
-    pub fn as_map(&self) -> Option<&Map> {
+    pub fn as_map(&self) -> Option<&Map<'t>> {
         match self.resolved() {
             Tree::Map(map) => Some(map),
             _ => None,
         }
     }
 
-    pub fn as_list(&self) -> Option<&Vec<Tree>> {
+    pub fn as_list(&self) -> Option<&Vec<Tree<'t>>> {
         match self.resolved() {
             Tree::List(items) => Some(items),
             _ => None,
@@ -284,18 +292,18 @@ impl Tree {
     }
 
     /// The value of `key` in a map.
-    pub fn get(&self, key: &str) -> Option<&Tree> {
+    pub fn get(&self, key: &str) -> Option<&Tree<'t>> {
         self.as_map()?.get(key)
     }
 
     /// The item at `index` of a list.
-    pub fn item(&self, index: usize) -> Option<&Tree> {
+    pub fn item(&self, index: usize) -> Option<&Tree<'t>> {
         self.as_list()?.get(index)
     }
 
     /// The map, to change: a text node is built first, and a map shared with another tree
     /// is copied (its entries only: their values stay shared).
-    pub fn map_mut(&mut self) -> Option<&mut Map> {
+    pub fn map_mut(&mut self) -> Option<&mut Map<'t>> {
         self.build_text();
         match self {
             Tree::Map(map) => Some(Arc::make_mut(map)),
@@ -304,7 +312,7 @@ impl Tree {
     }
 
     /// The list, to change, as [`Tree::map_mut`] the map.
-    pub fn list_mut(&mut self) -> Option<&mut Vec<Tree>> {
+    pub fn list_mut(&mut self) -> Option<&mut Vec<Tree<'t>>> {
         self.build_text();
         match self {
             Tree::List(items) => Some(Arc::make_mut(items)),
@@ -319,7 +327,7 @@ impl Tree {
     }
 
     /// The value at a JSON Pointer (RFC 6901): `""` is the whole tree.
-    pub fn pointer(&self, pointer: &str) -> Option<&Tree> {
+    pub fn pointer(&self, pointer: &str) -> Option<&Tree<'t>> {
         let mut tree = self;
         for token in tokens(pointer)? {
             tree = match tree.resolved() {
@@ -333,7 +341,7 @@ impl Tree {
 
     /// The value at a JSON Pointer, to change; the maps and lists on the way are copied
     /// where they are shared.
-    pub fn pointer_mut(&mut self, pointer: &str) -> Option<&mut Tree> {
+    pub fn pointer_mut(&mut self, pointer: &str) -> Option<&mut Tree<'t>> {
         let mut tree = self;
         for token in tokens(pointer)? {
             tree.build_text();
@@ -344,6 +352,37 @@ impl Tree {
             };
         }
         Some(tree)
+    }
+
+    /// The tree with every string its own, free of the text it was parsed from. Maps and
+    /// lists are copied, since their type changes; for what must outlive the text.
+    pub fn into_static(self) -> Tree<'static> {
+        match self {
+            Tree::Null => Tree::Null,
+            Tree::Bool(b) => Tree::Bool(b),
+            Tree::Number(n) => Tree::Number(n),
+            Tree::String(s) => Tree::String(Cow::Owned(s.into_owned())),
+            Tree::List(items) => Tree::List(Arc::new(
+                items
+                    .iter()
+                    .map(|item| item.clone().into_static())
+                    .collect(),
+            )),
+            Tree::Map(map) => {
+                let mut entries = Vec::with_capacity(map.len());
+                for (key, value) in map.entries() {
+                    entries.push((
+                        Cow::Owned(key.clone().into_owned()),
+                        value.clone().into_static(),
+                    ));
+                }
+                Tree::Map(Arc::new(Map {
+                    entries,
+                    index: OnceLock::new(),
+                }))
+            }
+            Tree::Text(text) => text.tree().clone().into_static(),
+        }
     }
 
     /// The tree as a `serde_json::Value`, for what still speaks it.
@@ -390,8 +429,8 @@ fn list_index(token: &str) -> Option<usize> {
 }
 
 /// Trees are equal when their JSON is: a text node equals the tree its text builds into.
-impl PartialEq for Tree {
-    fn eq(&self, other: &Tree) -> bool {
+impl PartialEq for Tree<'_> {
+    fn eq(&self, other: &Self) -> bool {
         if self.same(other) {
             return true;
         }
@@ -407,20 +446,21 @@ impl PartialEq for Tree {
     }
 }
 
-impl From<&serde_json::Value> for Tree {
-    fn from(value: &serde_json::Value) -> Tree {
+impl From<&serde_json::Value> for Tree<'static> {
+    fn from(value: &serde_json::Value) -> Tree<'static> {
         use serde_json::Value;
         match value {
             Value::Null => Tree::Null,
             Value::Bool(b) => Tree::Bool(*b),
             Value::Number(n) => Tree::Number(n.clone()),
-            Value::String(s) => Tree::String(s.as_str().into()),
+            Value::String(s) => Tree::String(Cow::Owned(s.clone())),
             Value::Array(items) => Tree::List(Arc::new(items.iter().map(Tree::from).collect())),
             Value::Object(fields) => {
                 let mut map = Map::with_capacity(fields.len());
                 for (key, value) in fields {
                     // serde_json's map holds each key once.
-                    map.entries.push((key.as_str().into(), Tree::from(value)));
+                    map.entries
+                        .push((Cow::Owned(key.clone()), Tree::from(value)));
                 }
                 Tree::Map(Arc::new(map))
             }
@@ -428,51 +468,52 @@ impl From<&serde_json::Value> for Tree {
     }
 }
 
-impl From<serde_json::Value> for Tree {
-    fn from(value: serde_json::Value) -> Tree {
+impl From<serde_json::Value> for Tree<'static> {
+    fn from(value: serde_json::Value) -> Tree<'static> {
         Tree::from(&value)
     }
 }
 
-impl From<&str> for Tree {
-    fn from(s: &str) -> Tree {
-        Tree::String(s.into())
+/// A string of its own: jsonpath-rust needs a tree from a `&str` of any lifetime.
+impl From<&str> for Tree<'_> {
+    fn from(s: &str) -> Self {
+        Tree::String(Cow::Owned(s.to_string()))
     }
 }
 
-impl From<String> for Tree {
-    fn from(s: String) -> Tree {
-        Tree::String(s.into())
+impl From<String> for Tree<'_> {
+    fn from(s: String) -> Self {
+        Tree::String(Cow::Owned(s))
     }
 }
 
-impl From<bool> for Tree {
-    fn from(b: bool) -> Tree {
+impl From<bool> for Tree<'_> {
+    fn from(b: bool) -> Self {
         Tree::Bool(b)
     }
 }
 
-impl From<i64> for Tree {
-    fn from(n: i64) -> Tree {
+impl From<i64> for Tree<'_> {
+    fn from(n: i64) -> Self {
         Tree::Number(n.into())
     }
 }
 
 /// A float that is not finite is `null`, as serde_json makes it.
-impl From<f64> for Tree {
-    fn from(n: f64) -> Tree {
+impl From<f64> for Tree<'_> {
+    fn from(n: f64) -> Self {
         serde_json::Number::from_f64(n).map_or(Tree::Null, Tree::Number)
     }
 }
 
-impl From<Vec<Tree>> for Tree {
-    fn from(items: Vec<Tree>) -> Tree {
+impl<'t> From<Vec<Tree<'t>>> for Tree<'t> {
+    fn from(items: Vec<Tree<'t>>) -> Self {
         Tree::List(Arc::new(items))
     }
 }
 
-impl From<Map> for Tree {
-    fn from(map: Map) -> Tree {
+impl<'t> From<Map<'t>> for Tree<'t> {
+    fn from(map: Map<'t>) -> Self {
         Tree::Map(Arc::new(map))
     }
 }

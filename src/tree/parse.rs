@@ -2,6 +2,7 @@
 //! refuses and accepts exactly the texts `serde_json::Value` does, and writes what
 //! `serde_json::Value` writes for the same JSON.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -15,16 +16,16 @@ use super::{Map, Text, Tree};
 /// another, and a text node's check counts the maps and lists around it too.
 pub const MAX_DEPTH: usize = 127;
 
-impl Tree {
-    /// The JSON text as a tree, built whole.
-    pub fn parse(text: &str) -> serde_json::Result<Tree> {
+impl<'t> Tree<'t> {
+    /// The JSON text as a tree, built whole, its strings borrowed from `text`.
+    pub fn parse(text: &'t str) -> serde_json::Result<Tree<'t>> {
         Tree::parse_keeping(text, &[])
     }
 
     /// The JSON text as a tree, with the map or list value of any entry whose key is in
     /// `kept` kept as text ([`Tree::Text`]), at any depth: checked now as building it
     /// would check it, built when first read.
-    pub fn parse_keeping(text: &str, kept: &[&str]) -> serde_json::Result<Tree> {
+    pub fn parse_keeping(text: &'t str, kept: &[&str]) -> serde_json::Result<Tree<'t>> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let tree = Build { depth: 0, kept }.deserialize(&mut deserializer)?;
         deserializer.end()?;
@@ -32,8 +33,15 @@ impl Tree {
     }
 }
 
-impl<'de> serde::Deserialize<'de> for Tree {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Tree, D::Error> {
+impl Tree<'static> {
+    /// The JSON text as a tree, built whole, its strings its own.
+    pub fn parse_owned(text: &str) -> serde_json::Result<Tree<'static>> {
+        Tree::parse(text).map(Tree::into_static)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tree<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Tree<'de>, D::Error> {
         Build {
             depth: 0,
             kept: &[],
@@ -60,46 +68,50 @@ impl Build<'_> {
 }
 
 impl<'de> DeserializeSeed<'de> for Build<'_> {
-    type Value = Tree;
+    type Value = Tree<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Tree, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Tree<'de>, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for Build<'_> {
-    type Value = Tree;
+    type Value = Tree<'de>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str("any valid JSON value")
     }
 
-    fn visit_unit<E>(self) -> Result<Tree, E> {
+    fn visit_unit<E>(self) -> Result<Tree<'de>, E> {
         Ok(Tree::Null)
     }
 
-    fn visit_bool<E>(self, b: bool) -> Result<Tree, E> {
+    fn visit_bool<E>(self, b: bool) -> Result<Tree<'de>, E> {
         Ok(Tree::Bool(b))
     }
 
-    fn visit_i64<E>(self, n: i64) -> Result<Tree, E> {
+    fn visit_i64<E>(self, n: i64) -> Result<Tree<'de>, E> {
         Ok(Tree::Number(n.into()))
     }
 
-    fn visit_u64<E>(self, n: u64) -> Result<Tree, E> {
+    fn visit_u64<E>(self, n: u64) -> Result<Tree<'de>, E> {
         Ok(Tree::Number(n.into()))
     }
 
-    fn visit_f64<E>(self, n: f64) -> Result<Tree, E> {
+    fn visit_f64<E>(self, n: f64) -> Result<Tree<'de>, E> {
         // serde_json hands over finite floats only, and makes anything else null too.
         Ok(Tree::from(n))
     }
 
-    fn visit_str<E>(self, s: &str) -> Result<Tree, E> {
-        Ok(Tree::String(s.into()))
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Tree<'de>, E> {
+        Ok(Tree::String(Cow::Borrowed(s)))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tree, A::Error> {
+    fn visit_str<E>(self, s: &str) -> Result<Tree<'de>, E> {
+        Ok(Tree::String(Cow::Owned(s.to_string())))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tree<'de>, A::Error> {
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(self.below())? {
             items.push(item);
@@ -107,7 +119,7 @@ impl<'de> Visitor<'de> for Build<'_> {
         Ok(Tree::List(Arc::new(items)))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Tree, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Tree<'de>, A::Error> {
         let mut map = Map::new();
         while let Some(key) = access.next_key_seed(Key)? {
             let value = if self.kept.contains(&&*key) {
@@ -127,10 +139,10 @@ impl<'de> Visitor<'de> for Build<'_> {
 struct Kept<'k>(Build<'k>);
 
 impl<'de> DeserializeSeed<'de> for Kept<'_> {
-    type Value = Tree;
+    type Value = Tree<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Tree, D::Error> {
-        let raw = <&RawValue as serde::Deserialize>::deserialize(deserializer)?;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Tree<'de>, D::Error> {
+        let raw = <&'de RawValue as serde::Deserialize>::deserialize(deserializer)?;
         let text = raw.get();
         if !text.starts_with(['{', '[']) {
             let mut scalar = serde_json::Deserializer::from_str(text);
@@ -223,30 +235,35 @@ fn hex_escape(bytes: &[u8], at: usize) -> Result<u16, &'static str> {
         .ok_or("invalid escape")
 }
 
-/// A map key, read as serde_json reads one for a `Value`.
+/// A map key, read as serde_json reads one for a `Value`: borrowed from the text unless
+/// it had escapes.
 struct Key;
 
 impl<'de> DeserializeSeed<'de> for Key {
-    type Value = Arc<str>;
+    type Value = Cow<'de, str>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Arc<str>, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_str(self)
     }
 }
 
-impl Visitor<'_> for Key {
-    type Value = Arc<str>;
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str("a string key")
     }
 
-    fn visit_str<E>(self, s: &str) -> Result<Arc<str>, E> {
-        Ok(s.into())
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(s))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(s.to_string()))
     }
 }
 
-impl Serialize for Tree {
+impl Serialize for Tree<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Tree::Null => serializer.serialize_unit(),

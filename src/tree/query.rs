@@ -7,7 +7,7 @@ use jsonpath_rust::query::queryable::Queryable;
 
 use super::Tree;
 
-impl Queryable for Tree {
+impl Queryable for Tree<'_> {
     fn get(&self, key: &str) -> Option<&Self> {
         Tree::get(self, key)
     }

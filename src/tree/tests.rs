@@ -2,8 +2,8 @@ use serde_json::{Value, json};
 
 use super::*;
 
-fn tree(value: &Value) -> Tree {
-    Tree::parse(&value.to_string()).expect("valid JSON")
+fn tree(value: &Value) -> Tree<'static> {
+    Tree::parse_owned(&value.to_string()).expect("valid JSON")
 }
 
 #[test]
@@ -249,4 +249,37 @@ fn a_kept_text_is_refused_where_serde_json_refuses_to_build_it() {
             );
         }
     }
+}
+
+#[test]
+fn strings_borrow_from_the_text_and_owned_trees_fit_into_borrowed_ones() {
+    use std::borrow::Cow;
+    let text = String::from(r#"{"name":"web","escaped":"a\"b","labels":{}}"#);
+    let mut tree = Tree::parse(&text).unwrap();
+    assert!(matches!(
+        tree.get("name"),
+        Some(Tree::String(Cow::Borrowed("web")))
+    ));
+    assert!(matches!(
+        tree.get("escaped"),
+        Some(Tree::String(Cow::Owned(_)))
+    ));
+    assert!(
+        tree.as_map()
+            .unwrap()
+            .entries()
+            .iter()
+            .all(|(key, _)| matches!(key, Cow::Borrowed(_)))
+    );
+    // A tree that owns its strings (a policy's literal) goes into one that borrows, as it is.
+    let literal: Tree<'static> = Tree::parse_owned(r#"{"app":"web"}"#).unwrap();
+    tree.map_mut().unwrap().insert("labels", literal.clone());
+    assert!(tree.get("labels").unwrap().same(&literal));
+    let owned: Tree<'static> = tree.clone().into_static();
+    drop(tree);
+    drop(text);
+    assert_eq!(
+        owned.pointer("/labels/app").and_then(Tree::as_str),
+        Some("web")
+    );
 }

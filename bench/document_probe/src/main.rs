@@ -10,7 +10,7 @@
 //!   leaves it unbuilt today when no candidate policy can see it.
 //! - `lazy`: the same on a tree built lazily: what the rule does not read stays text.
 //! - `graft`: the same on graft's own tree (`graft::tree`), `managedFields` kept as
-//!   text: strings are owned there (`Arc<str>`), where the prototype borrows them.
+//!   text and checked as building it would check it.
 //! - `check`: the body only checked as JSON (serde's `IgnoredAny`), the floor under any
 //!   parse that refuses what serde_json refuses.
 //!
@@ -120,7 +120,7 @@ impl Document for Node<'_> {
     }
 }
 
-impl Document for Tree {
+impl Document for Tree<'_> {
     fn field(&self, key: &str) -> Option<&Self> {
         self.get(key)
     }
@@ -140,7 +140,7 @@ impl Document for Tree {
                 return false;
             };
             if !map.contains_key(key) {
-                map.insert(*key, Tree::from(graft::tree::Map::new()));
+                map.insert(key.to_string(), Tree::from(graft::tree::Map::new()));
             }
             let Some(inner) = map.get_mut(key) else {
                 return false;
@@ -149,7 +149,7 @@ impl Document for Tree {
         }
         match node.map_mut() {
             Some(map) => {
-                map.insert(*last, Tree::from(value));
+                map.insert(last.to_string(), Tree::from(value));
                 true
             }
             None => false,
