@@ -4,11 +4,12 @@
 //! The walk is `json_patch::diff`'s recursion in its order (a map's keys as the right
 //! side lists them, changes and adds, then the left side's keys the right lacks,
 //! removes; a list's items paired by index, then the removes at the first unpaired index
-//! or the adds), with one shortcut: a pair of nodes that is one shared node, or plainly
-//! equal, is skipped before its path is written. After an edit copies only the path to
-//! what it changed, everything beside that path is shared, so the diff of a review's
-//! object is as long as the paths its policies wrote. It is `engine/diff.rs`'s walk over
-//! `serde_json::Value`, which it replaces when the engine's object becomes a tree.
+//! or the adds), with one shortcut: a pair of nodes that is one shared node, or equal
+//! (which a shared node decides at once), is skipped before its path is written. After an
+//! edit copies only the path to what it changed, everything beside that path is shared,
+//! so the diff of a review's object is as long as the paths its policies wrote. It is
+//! `engine/diff.rs`'s walk over `serde_json::Value`, which it replaces when the engine's
+//! object becomes a tree.
 
 use std::sync::Arc;
 
@@ -39,36 +40,10 @@ fn diff_into(left: &Tree<'_>, right: &Tree<'_>, at: &mut PointerBuf, patch: &mut
     }
 }
 
-/// Whether the two are equal, decided without a lookup when maps list their keys in the
-/// same order (they almost always do: one is the other, partly edited).
-fn plainly_equal(left: &Tree<'_>, right: &Tree<'_>) -> bool {
-    if left.same(right) {
-        return true;
-    }
-    match (left.resolved(), right.resolved()) {
-        (Tree::Map(l), Tree::Map(r)) => {
-            Arc::ptr_eq(l, r)
-                || l.len() == r.len()
-                    && (l
-                        .entries()
-                        .iter()
-                        .zip(r.entries())
-                        .all(|((lk, lv), (rk, rv))| lk == rk && plainly_equal(lv, rv))
-                        // The same entries in another order are equal all the same.
-                        || l == r)
-        }
-        (Tree::List(l), Tree::List(r)) => {
-            Arc::ptr_eq(l, r)
-                || l.len() == r.len() && l.iter().zip(r.iter()).all(|(l, r)| plainly_equal(l, r))
-        }
-        (l, r) => l == r,
-    }
-}
-
 fn diff_lists(left: &[Tree<'_>], right: &[Tree<'_>], at: &mut PointerBuf, patch: &mut Patch) {
     let paired = left.len().min(right.len());
     for (index, (l, r)) in left.iter().zip(right).enumerate() {
-        if !plainly_equal(l, r) {
+        if l != r {
             at.push_back(index);
             diff_into(l, r, at, patch);
             at.pop_back();
@@ -107,7 +82,7 @@ fn diff_maps(left: &Map<'_>, right: &Map<'_>, at: &mut PointerBuf, patch: &mut P
             }
         };
         match l {
-            Some(l) if plainly_equal(l, r) => {}
+            Some(l) if l == r => {}
             Some(l) => {
                 at.push_back(&**key);
                 diff_into(l, r, at, patch);

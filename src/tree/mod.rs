@@ -169,8 +169,15 @@ impl<'t> Map<'t> {
     /// Removes `key`, keeping the order of the others. The value it had, if any.
     pub fn remove(&mut self, key: &str) -> Option<Tree<'t>> {
         let at = self.position(key)?;
-        // The positions after it shift: the index is rebuilt on the next lookup.
-        self.index = OnceLock::new();
+        if let Some(index) = self.index.get_mut() {
+            // The entries after it move up one, as in the vector.
+            index.remove(key);
+            for position in index.values_mut() {
+                if *position > at {
+                    *position -= 1;
+                }
+            }
+        }
         Some(self.entries.remove(at).1)
     }
 
@@ -193,18 +200,28 @@ impl<'t> Map<'t> {
 }
 
 /// Maps are equal when they hold the same keys with equal values, in any order, as
-/// `serde_json::Map`s are.
+/// `serde_json::Map`s are. Each value is compared once, so that equality stays linear
+/// however deep the maps nest.
 impl PartialEq for Map<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len()
-            && (self
-                .entries
+        if self.len() != other.len() {
+            return false;
+        }
+        let in_order = self
+            .entries
+            .iter()
+            .zip(&other.entries)
+            .all(|((left, _), (right, _))| left == right);
+        if in_order {
+            self.entries
                 .iter()
                 .zip(&other.entries)
-                .all(|((lk, lv), (rk, rv))| lk == rk && lv == rv)
-                || self
-                    .iter()
-                    .all(|(key, value)| other.get(key).is_some_and(|v| v == value)))
+                .all(|((_, left), (_, right))| left == right)
+        } else {
+            // A map holds each key once: the same keys in another order are found by lookup.
+            self.iter()
+                .all(|(key, value)| other.get(key).is_some_and(|v| v == value))
+        }
     }
 }
 

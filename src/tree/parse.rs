@@ -1,6 +1,9 @@
 //! JSON text to a tree and back, through serde_json's own reader and writer: the tree
 //! refuses and accepts exactly the texts `serde_json::Value` does, and writes what
-//! `serde_json::Value` writes for the same JSON.
+//! `serde_json::Value` writes for the same JSON, with one difference it shares with graft's
+//! plain reading of request JSON (`k8s::json_text`): every key is a key as written, where
+//! `serde_json::Value` (with the `raw_value` feature) reads a map whose first key is its
+//! private `$serde_json::private::RawValue` as more JSON text.
 
 use std::borrow::Cow;
 use std::fmt;

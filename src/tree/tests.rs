@@ -283,3 +283,79 @@ fn strings_borrow_from_the_text_and_owned_trees_fit_into_borrowed_ones() {
         Some("web")
     );
 }
+
+#[test]
+fn every_key_is_a_key_as_written_as_graft_reads_request_json() {
+    const RAW: &str = "$serde_json::private::RawValue";
+    // `json!` builds its maps key by key, so these keys are plain keys too.
+    for (text, plain) in [
+        (format!(r#"{{"{RAW}":"[1,2]"}}"#), json!({RAW: "[1,2]"})),
+        (format!(r#"{{"{RAW}":5,"b":1}}"#), json!({RAW: 5, "b": 1})),
+        (
+            format!(r#"{{"a":{{"{RAW}":"\"x\""}}}}"#),
+            json!({"a": {RAW: "\"x\""}}),
+        ),
+    ] {
+        assert_eq!(Tree::parse(&text).unwrap().to_value(), plain, "{text}");
+        assert_eq!(
+            Tree::parse_keeping(&text, &["a"]).unwrap().to_value(),
+            plain,
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn equality_and_the_diff_stay_linear_however_deep_the_maps_nest() {
+    // Equal all the way down but for the innermost value, with a sibling at each level: a
+    // comparison that looked at a level twice would take 2^100 steps here.
+    let nested = |innermost: i64| {
+        let mut value = json!(innermost);
+        for _ in 0..100 {
+            value = json!({"a": value, "b": "sibling"});
+        }
+        value
+    };
+    let (left, right) = (tree(&nested(1)), tree(&nested(2)));
+    assert_ne!(left, right);
+    assert_eq!(left, tree(&nested(1)));
+    let pointer = "/a".repeat(100);
+    assert_eq!(
+        serde_json::to_value(diff(&left, &right)).unwrap(),
+        json!([{"op": "replace", "path": pointer, "value": 2}])
+    );
+    let mut edited = left.clone();
+    *edited.pointer_mut(&pointer).unwrap() = Tree::from(3i64);
+    assert_eq!(diff(&left, &edited).0.len(), 1);
+}
+
+#[test]
+fn removing_from_an_indexed_map_keeps_its_index_right() {
+    let entries: Vec<(String, Tree)> = (0..100)
+        .map(|i| (format!("k{i}"), Tree::from(i64::from(i))))
+        .collect();
+    let mut map: Map = entries.into_iter().collect();
+    assert_eq!(
+        map.get("k50").and_then(Tree::as_i64),
+        Some(50),
+        "the index is built"
+    );
+    for i in (0..100).step_by(3) {
+        assert_eq!(
+            map.remove(&format!("k{i}")).and_then(|t| t.as_i64()),
+            Some(i)
+        );
+    }
+    for i in 0..100 {
+        let expected = (i % 3 != 0).then_some(i);
+        assert_eq!(
+            map.get(&format!("k{i}")).and_then(Tree::as_i64),
+            expected,
+            "k{i}"
+        );
+    }
+    map.insert("k0", Tree::from("again"));
+    assert_eq!(map.keys().last(), Some("k0"));
+    assert_eq!(map.get("k0").and_then(Tree::as_str), Some("again"));
+    assert_eq!(map.get("k98").and_then(Tree::as_i64), Some(98));
+}
