@@ -56,7 +56,11 @@ pub enum Tree<'t> {
 #[derive(Debug, Default)]
 pub struct Map<'t> {
     entries: Vec<(Cow<'t, str>, Tree<'t>)>,
-    index: OnceLock<HashMap<Box<str>, usize>>,
+    #[expect(
+        clippy::box_collection,
+        reason = "a box is one pointer where a map is six words: the many small maps that never build an index stay small"
+    )]
+    index: OnceLock<Box<HashMap<Box<str>, usize>>>,
 }
 
 /// Up to this many entries a key is found by a scan.
@@ -132,7 +136,7 @@ impl<'t> Map<'t> {
                 for (at, (key, _)) in self.entries.iter().enumerate() {
                     index.insert(Box::<str>::from(&**key), at);
                 }
-                index
+                Box::new(index)
             })
             .get(key)
             .copied()
