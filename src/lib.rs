@@ -17,8 +17,8 @@
 //! - [`metrics`]: the Prometheus metrics and their registry.
 //! - [`namespaces`]: what a review knows of its namespace, and where that comes from.
 //! - [`tree`]: the JSON tree the engine's object is moving to: vector maps, shared nodes,
-//!   borrowed strings, path-copying edits, a diff that skips shared subtrees (not on the
-//!   request path yet).
+//!   borrowed strings, path-copying edits, a diff that skips shared subtrees, RFC 6902
+//!   patches (not on the request path yet).
 //! - [`watch`]: debounced directory watching for mounted ConfigMaps and Secrets.
 //! - [`manifests`]: what graft generates for a cluster: the MutatingWebhookConfiguration a
 //!   policy set needs, and a CA and serving certificate for the webhook Service.

@@ -1,10 +1,10 @@
 //! Property tests of `graft::tree`: on random JSON, the tree reads and writes what
-//! `serde_json::Value` does, its diff is `json_patch::diff`, and an edit of a copy leaves
-//! the original as it was.
+//! `serde_json::Value` does, its diff is `json_patch::diff`, its patches apply as
+//! `json_patch::patch` applies them, and an edit of a copy leaves the original as it was.
 
 mod proptest_cases;
 
-use graft::tree::{Tree, diff};
+use graft::tree::{Tree, apply_patch, diff};
 use proptest::prelude::*;
 use proptest_cases::config;
 use serde_json::Value;
@@ -57,6 +57,51 @@ fn pointers(value: &Value, at: String, out: &mut Vec<String>) {
         }
         _ => {}
     }
+}
+
+/// A JSON Patch operation at one of the document's pointers (or a pointer beside one,
+/// past a list's end, or `-`), from one of them for `move` and `copy`.
+fn patch_operation(pointers: Vec<String>) -> impl Strategy<Value = Value> {
+    let pointer = prop_oneof![
+        4 => prop::sample::select(pointers),
+        1 => (prop::sample::select(KEYS), 0..3usize).prop_map(|(key, n)| {
+            let token = key.replace('~', "~0").replace('/', "~1");
+            match n {
+                0 => format!("/{token}"),
+                1 => format!("/{token}/-"),
+                _ => format!("/{token}/7"),
+            }
+        }),
+    ];
+    (
+        prop::sample::select(&["add", "remove", "replace", "move", "copy", "test"][..]),
+        pointer.clone(),
+        pointer,
+        value(),
+        any::<bool>(),
+    )
+        .prop_map(|(op, path, from, value, suffix)| {
+            // An item position or `-` below the chosen node, now and then.
+            let path = if suffix && op == "add" {
+                format!("{path}/-")
+            } else {
+                path
+            };
+            match op {
+                "remove" => serde_json::json!({"op": op, "path": path}),
+                "move" | "copy" => serde_json::json!({"op": op, "path": path, "from": from}),
+                _ => serde_json::json!({"op": op, "path": path, "value": value}),
+            }
+        })
+}
+
+fn document_and_patch() -> impl Strategy<Value = (Value, Vec<Value>)> {
+    value().prop_flat_map(|document| {
+        let mut all = Vec::new();
+        pointers(&document, String::new(), &mut all);
+        let operations = prop::collection::vec(patch_operation(all), 1..4);
+        (Just(document), operations)
+    })
 }
 
 /// An edit at one of a value's nodes.
@@ -160,5 +205,28 @@ proptest! {
         let mut patched = original.clone();
         json_patch::patch(&mut patched, &patch).unwrap();
         prop_assert_eq!(patched, expected);
+    }
+
+    #[test]
+    fn patches_apply_to_a_tree_as_json_patch_applies_them((document, operations) in document_and_patch()) {
+        let patch: json_patch::Patch = serde_json::from_value(Value::Array(operations)).unwrap();
+        let text = document.to_string();
+        let original = Tree::parse_keeping(&text, &["kept"]).unwrap();
+        let mut tree = original.clone();
+        // json-patch one operation at a time, the whole patch undone on a failure: with
+        // several operations, json-patch panics where it cannot undo a failed move.
+        let mut expected = document.clone();
+        let mut failed_at = None;
+        for (at, operation) in patch.0.iter().enumerate() {
+            if json_patch::patch(&mut expected, std::slice::from_ref(operation)).is_err() {
+                failed_at = Some(at);
+                expected = document.clone();
+                break;
+            }
+        }
+        let ours = apply_patch(&mut tree, &patch);
+        prop_assert_eq!(ours.as_ref().err().map(|e| e.operation), failed_at, "{:?}", ours);
+        prop_assert_eq!(tree.to_value(), expected, "both patched alike, or both left alone");
+        prop_assert_eq!(original.to_value(), document, "the copy it was applied to is untouched");
     }
 }

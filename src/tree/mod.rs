@@ -22,6 +22,7 @@
 
 mod diff;
 mod parse;
+mod patch;
 mod query;
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use diff::diff;
 pub use parse::MAX_DEPTH;
+pub use patch::{PatchError, PatchFailure, apply as apply_patch};
 
 /// A JSON value. Its strings and keys borrow from the text it was parsed from (`'t`)
 /// where they are in it as they are, and are their own otherwise.

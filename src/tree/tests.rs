@@ -359,3 +359,40 @@ fn removing_from_an_indexed_map_keeps_its_index_right() {
     assert_eq!(map.get("k0").and_then(Tree::as_str), Some("again"));
     assert_eq!(map.get("k98").and_then(Tree::as_i64), Some(98));
 }
+
+#[test]
+fn a_patch_applies_whole_or_not_at_all() {
+    let original = tree(&json!({"a": {"b": [1, 2]}, "c": "x"}));
+    let patch =
+        |operations: Value| -> json_patch::Patch { serde_json::from_value(operations).unwrap() };
+    let mut patched = original.clone();
+    apply_patch(
+        &mut patched,
+        &patch(json!([
+            {"op": "add", "path": "/a/b/-", "value": 3},
+            {"op": "move", "from": "/c", "path": "/a/d"},
+            {"op": "test", "path": "/a/d", "value": "x"}
+        ])),
+    )
+    .unwrap();
+    assert_eq!(patched.to_value(), json!({"a": {"b": [1, 2, 3], "d": "x"}}));
+    assert_eq!(original.to_value(), json!({"a": {"b": [1, 2]}, "c": "x"}));
+
+    let mut failed = original.clone();
+    let error = apply_patch(
+        &mut failed,
+        &patch(json!([
+            {"op": "remove", "path": "/c"},
+            {"op": "move", "from": "/a", "path": "/a/b/0"}
+        ])),
+    )
+    .unwrap_err();
+    assert_eq!(
+        (error.operation, error.failure),
+        (1, PatchFailure::CannotMoveInsideItself)
+    );
+    assert!(
+        failed.same(&original),
+        "nothing applied, not even the remove before it"
+    );
+}
