@@ -411,7 +411,7 @@ impl<'t> Tree<'t> {
     /// The tree as a `serde_json::Value`, for what still speaks it.
     pub fn to_value(&self) -> serde_json::Value {
         use serde_json::Value;
-        match self.resolved() {
+        match self {
             Tree::Null => Value::Null,
             Tree::Bool(b) => Value::Bool(*b),
             Tree::Number(n) => Value::Number(n.clone()),
@@ -422,7 +422,7 @@ impl<'t> Tree<'t> {
                     .map(|(key, value)| (key.to_string(), value.to_value()))
                     .collect(),
             ),
-            Tree::Text(_) => Value::Null,
+            Tree::Text(text) => text.tree().to_value(),
         }
     }
 }
