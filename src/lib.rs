@@ -11,14 +11,14 @@
 //! - [`expr`]: CEL expressions and `{{ }}` templates, with the Kubernetes helpers.
 //! - [`k8s`]: Kubernetes value formats (quantities, pod ordinals, Multus annotations).
 //! - [`offline`]: admission requests for objects outside a cluster (`graft apply`, `graft test`).
-//! - [`admission`]: AdmissionReview parsing (the server's builds only what the policies can
-//!   see) and responses; shared by the server and the CLI.
+//! - [`admission`]: AdmissionReview parsing (into trees that build what is read when it is
+//!   first read) and responses; shared by the server and the CLI.
 //! - [`server`]: `graft serve`, the HTTPS admission server (TLS, routes, probes, shutdown).
 //! - [`metrics`]: the Prometheus metrics and their registry.
 //! - [`namespaces`]: what a review knows of its namespace, and where that comes from.
-//! - [`tree`]: the JSON tree the engine's object is moving to: vector maps, shared nodes,
-//!   borrowed strings, path-copying edits, a diff that skips shared subtrees, RFC 6902
-//!   patches (not on the request path yet).
+//! - [`tree`]: the JSON tree the request's objects are: vector maps, shared nodes,
+//!   borrowed strings, text built on first read, path-copying edits, a diff that skips
+//!   shared subtrees, RFC 6902 patches.
 //! - [`watch`]: debounced directory watching for mounted ConfigMaps and Secrets.
 //! - [`manifests`]: what graft generates for a cluster: the MutatingWebhookConfiguration a
 //!   policy set needs, and a CA and serving certificate for the webhook Service.

@@ -28,7 +28,7 @@ fn evaluate_request(
     let evaluation = engine::evaluate(&request, &NamespaceData::NotLookedUp, &loaded.set);
     // Every patch applies to the original and reproduces the mutated object.
     if let (Some(original), Some(mutated)) = (&request.object, &evaluation.mutated) {
-        let mut patched = original.clone();
+        let mut patched = original.to_value();
         json_patch::patch(&mut patched, &evaluation.patch).unwrap();
         assert_eq!(&patched, mutated);
     }
@@ -348,4 +348,65 @@ fn a_field_test_sees_what_a_later_policy_wrote() {
     );
     let again = evaluate(&policies, mutated);
     assert!(again.patch.0.is_empty(), "{:?}", again.patch);
+}
+
+/// A policy kept out by the labels one policy wrote gets another look when a later
+/// policy writes them back as the request had them: what it is compared against is the
+/// object it was kept out of, not the request's.
+#[test]
+fn a_policy_blocked_by_a_change_is_looked_at_again_when_the_change_is_undone() {
+    let policies = policy(
+        "a",
+        "  order: -1\n",
+        "    - set: {path: \"$.metadata.labels.app\", value: gpu}\n",
+    ) + &policy(
+        "p",
+        "",
+        "    - set: {path: \"$.metadata.labels.p\", value: \"yes\"}\n",
+    )
+    .replace(
+        "    resources: [pods]\n",
+        "    resources: [pods]\n    labels: {app: web}\n",
+    ) + &policy(
+        "b",
+        "  order: 1\n",
+        "    - set: {path: \"$.metadata.labels.app\", value: web}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let mutated = evaluation.mutated.expect("p applied");
+    assert_eq!(mutated["metadata"]["labels"]["p"], "yes");
+    assert_eq!(mutated["metadata"]["labels"]["app"], "web");
+    // In the order the policies first matched: p on its second look.
+    assert_eq!(evaluation.audit_annotations["mutated-by"], "a,b,p");
+}
+
+/// A policy blocked up front by its labels gets its look in the pass in which an earlier
+/// policy writes the labels it wants, before the policies after it: what they write
+/// last stays.
+#[test]
+fn a_policy_unblocked_by_an_earlier_write_runs_in_its_place_in_the_same_pass() {
+    let policies = policy(
+        "a-writes",
+        "  order: -1\n",
+        "    - set: {path: \"$.metadata.labels.tier\", value: gpu}\n",
+    ) + &policy(
+        "b-reads",
+        "",
+        "    - set: {path: \"$.metadata.labels.x\", value: b}\n",
+    )
+    .replace(
+        "    resources: [pods]\n",
+        "    resources: [pods]\n    labels: {tier: gpu}\n",
+    ) + &policy(
+        "c-last",
+        "  order: 1\n",
+        "    - set: {path: \"$.metadata.labels.x\", value: c}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let mutated = evaluation.mutated.expect("changed");
+    assert_eq!(mutated["metadata"]["labels"]["x"], "c");
+    assert_eq!(
+        evaluation.audit_annotations["mutated-by"],
+        "a-writes,b-reads,c-last"
+    );
 }

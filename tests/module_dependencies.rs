@@ -7,17 +7,20 @@ use std::path::{Path, PathBuf};
 /// The core modules, each with the modules it may refer to.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("tree", &[]),
-    ("jsonpath", &[]),
-    ("k8s", &["jsonpath"]),
+    ("jsonpath", &["tree"]),
+    ("k8s", &["jsonpath", "tree"]),
     ("manifests", &[]),
-    ("expr", &["k8s"]),
+    ("expr", &["k8s", "tree"]),
     ("namespaces", &["k8s"]),
-    ("policy", &["expr", "jsonpath", "k8s", "manifests"]),
+    ("policy", &["expr", "jsonpath", "k8s", "manifests", "tree"]),
     (
         "engine",
-        &["expr", "jsonpath", "k8s", "namespaces", "policy"],
+        &["expr", "jsonpath", "k8s", "namespaces", "policy", "tree"],
     ),
-    ("admission", &["engine", "k8s", "namespaces", "policy"]),
+    (
+        "admission",
+        &["engine", "k8s", "namespaces", "policy", "tree"],
+    ),
 ];
 
 fn sources(path: &Path, out: &mut Vec<PathBuf>) {

@@ -56,7 +56,8 @@ fn load_errors(text: &str) -> String {
 /// `reason`) and `Ignore` (must allow unchanged, with a warning).
 fn check_refused(extra: Value, mutations: Value, reason: &str) {
     let set = load(&policy("Fail", extra.clone(), mutations.clone()));
-    let reviewed = admission::review(&fixture(), &set, NO_NAMESPACES).expect("review");
+    let body = fixture();
+    let reviewed = admission::review(&body, &set, NO_NAMESPACES).expect("review");
     match &reviewed.evaluation.outcome {
         Outcome::Denied { message } => {
             assert!(message.contains(reason), "{message}");
@@ -74,7 +75,7 @@ fn check_refused(extra: Value, mutations: Value, reason: &str) {
     assert!(!reviewed.response.response.allowed);
 
     let set = load(&policy("Ignore", extra, mutations));
-    let reviewed = admission::review(&fixture(), &set, NO_NAMESPACES).expect("review");
+    let reviewed = admission::review(&body, &set, NO_NAMESPACES).expect("review");
     assert_eq!(reviewed.evaluation.outcome, Outcome::Allowed);
     assert!(
         reviewed.evaluation.patch.0.is_empty(),

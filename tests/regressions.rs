@@ -248,7 +248,8 @@ fn a_raw_patch_that_fails_part_way_fails_the_policy_without_a_panic() {
         {"op": "move", "from": "/metadata/labels/app", "path": "/spec/a"},
     ]}]));
     let object = json!({"metadata": {"name": "p", "labels": {}}});
-    let reviewed = admission::review(&body(&object), &set, NO_NAMESPACES).expect("review");
+    let body = body(&object);
+    let reviewed = admission::review(&body, &set, NO_NAMESPACES).expect("review");
     let response: Value = serde_json::from_slice(&reviewed.to_json()).expect("response");
     assert_eq!(response["response"]["allowed"], false, "{response}");
     let message = response["response"]["status"]["message"]

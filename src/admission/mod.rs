@@ -1,10 +1,10 @@
 //! AdmissionReview in and out: the one path shared by `graft serve` and `graft review`
 //! ([`review_lean`]), so the two can never disagree.
 //!
-//! One parse (`parse.rs`), one pass over the body: [`parse`] and [`review`] build the
-//! whole request; [`parse_lean`] and [`review_lean`] build only what the candidate
-//! policies can see (`objects.rs`), and answer alike. Responses are serialised straight from typed
-//! structs (no intermediate `Value` tree).
+//! One parse (`parse.rs`), one pass over the body into a request whose objects are
+//! trees that build what is read on first read; [`parse_lean`] and [`review_lean`]
+//! also leave the object of a request no policy is a candidate for as text. Responses
+//! are serialised straight from typed structs (no intermediate `Value` tree).
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,6 @@ use crate::namespaces::{NamespaceData, NamespaceSource};
 use crate::policy::compiled::Operation;
 use crate::policy::{PolicySet, Reads};
 
-mod objects;
 mod parse;
 
 pub use parse::{parse, parse_lean, review_lean};
@@ -114,20 +113,20 @@ pub struct ResponseReview {
 
 /// A parsed review: its apiVersion (echoed in the answer) and its request.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Review {
+pub struct Review<'t> {
     pub api_version: String,
-    pub request: AdmissionRequest,
+    pub request: AdmissionRequest<'t>,
 }
 
 /// Everything about one answered review, for the response body, logs and metrics.
 #[derive(Debug)]
-pub struct Reviewed {
-    pub review: Review,
+pub struct Reviewed<'t> {
+    pub review: Review<'t>,
     pub evaluation: Evaluation,
     pub response: ResponseReview,
 }
 
-impl Reviewed {
+impl Reviewed<'_> {
     pub fn to_json(&self) -> Vec<u8> {
         // The patch is most of a response: room for it and the rest up front, instead of
         // growing the buffer a doubling at a time.
@@ -154,11 +153,11 @@ fn checked<R>(api_version: &str, kind: String, request: Option<R>) -> Result<R, 
 
 /// Parses, evaluates and answers one review body; the request's namespace is looked
 /// up in `namespaces` only when a candidate policy needs its data.
-pub fn review(
-    body: &[u8],
+pub fn review<'b>(
+    body: &'b [u8],
     policies: &PolicySet,
     namespaces: &dyn NamespaceSource,
-) -> Result<Reviewed, BadReview> {
+) -> Result<Reviewed<'b>, BadReview> {
     let review = parse(body)?;
     let reads = candidate_reads(&review.request, policies);
     let namespace = resolve(&review.request, reads, namespaces);
@@ -167,7 +166,7 @@ pub fn review(
 
 /// What the candidate policies for a request can see, together; `None` when no policy
 /// is a candidate.
-fn candidate_reads(request: &AdmissionRequest, policies: &PolicySet) -> Option<Reads> {
+fn candidate_reads(request: &AdmissionRequest<'_>, policies: &PolicySet) -> Option<Reads> {
     let operation = Operation::parse(&request.operation)?;
     policies.candidate_reads(
         &request.resource.resource,
@@ -181,7 +180,7 @@ fn candidate_reads(request: &AdmissionRequest, policies: &PolicySet) -> Option<R
 /// is namespaced and a candidate policy needs it: a review no policy asks about the
 /// namespace for costs no lookup.
 pub fn resolve_namespace(
-    request: &AdmissionRequest,
+    request: &AdmissionRequest<'_>,
     policies: &PolicySet,
     namespaces: &dyn NamespaceSource,
 ) -> NamespaceData {
@@ -189,7 +188,7 @@ pub fn resolve_namespace(
 }
 
 fn resolve(
-    request: &AdmissionRequest,
+    request: &AdmissionRequest<'_>,
     reads: Option<Reads>,
     namespaces: &dyn NamespaceSource,
 ) -> NamespaceData {
@@ -202,18 +201,17 @@ fn resolve(
 }
 
 /// Evaluates a parsed review, with its namespace resolved to `namespace`, and builds the
-/// response review. The request's object is changed in place: afterwards
-/// `review.request.object` is the object as it came when there is no patch, and
-/// `evaluation.mutated` the changed object when there is one.
-pub fn answer(mut review: Review, namespace: &NamespaceData, policies: &PolicySet) -> Reviewed {
+/// response review. Afterwards `review.request.object` is the object as the policies
+/// left it (the object as it came when there is no patch), and `evaluation.mutated`
+/// stays empty.
+pub fn answer<'t>(
+    mut review: Review<'t>,
+    namespace: &NamespaceData,
+    policies: &PolicySet,
+) -> Reviewed<'t> {
     let mut object = review.request.object.take();
-    let mut evaluation =
-        engine::evaluate_in_place(&review.request, &mut object, namespace, policies);
-    if evaluation.patch.0.is_empty() {
-        review.request.object = object;
-    } else {
-        evaluation.mutated = object;
-    }
+    let evaluation = engine::evaluate_in_place(&review.request, &mut object, namespace, policies);
+    review.request.object = object;
     let response = respond(&review, &evaluation, policies);
     Reviewed {
         review,
@@ -222,7 +220,7 @@ pub fn answer(mut review: Review, namespace: &NamespaceData, policies: &PolicySe
     }
 }
 
-fn respond(review: &Review, evaluation: &Evaluation, policies: &PolicySet) -> ResponseReview {
+fn respond(review: &Review<'_>, evaluation: &Evaluation, policies: &PolicySet) -> ResponseReview {
     let mut response = AdmissionResponse {
         uid: review.request.uid.clone(),
         allowed: true,

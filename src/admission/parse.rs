@@ -1,13 +1,13 @@
-//! The parse of an AdmissionReview: one pass over the body, building of each object only
-//! what the candidate policies can see ([`parse_lean`], for the server and `graft
-//! review`), or everything ([`parse`], for the commands that show the objects).
+//! The parse of an AdmissionReview: one pass over the body, in any field order, into a
+//! request whose objects are trees borrowing their strings from the body.
 //!
-//! The apiserver sends the fields that route a request (`resource`, `subResource`,
-//! `namespace`, `operation`) before `object` and `oldObject`, so what the candidates can
-//! see is decided when the objects are reached, and each is built that far, or only
-//! checked, as it is read. A body in another order (a routing field after the objects,
-//! `oldObject` before `object`) is read once more with the objects built whole, then
-//! trimmed to what the decision on the whole request builds: the same review either way.
+//! What a policy does not read is not built, without predicting what it reads: an
+//! object's `metadata.managedFields` and the whole `oldObject` are kept as their text,
+//! checked as building them would check them, and built on first read ([`Tree::Text`]).
+//! The object itself is built when the request has candidate policies, which the
+//! apiserver's order (the fields that route a request before the objects) tells when
+//! the object is reached; otherwise, or in a body in another order, it is kept as text
+//! too. Either way the review is the same JSON.
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -16,25 +16,28 @@ use std::fmt;
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
-use super::objects::{Build, Checked, Optional};
 use super::{
     AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, resolve,
 };
 use crate::k8s::json_text::Plain;
 use crate::namespaces::{NamespaceData, NamespaceSource};
-use crate::policy::{PolicySet, Reads};
+use crate::policy::PolicySet;
+use crate::tree::{self, Tree};
 
-/// Parses and answers one review body as [`super::review`] does, building only the
-/// parts of the objects the candidate policies can see. `review.request.object` (and
-/// `evaluation.mutated`) may lack `metadata.managedFields`, and the objects are `None`
-/// when no policy is a candidate: use [`super::review`] where the objects matter. The
-/// request's namespace is looked up in `namespaces` only when a candidate policy needs
-/// its data.
-pub fn review_lean(
-    body: &[u8],
+/// The keys whose values an object keeps as text until they are read: large, and
+/// rarely read.
+const KEPT: &[&str] = &["managedFields"];
+
+/// The objects are the values of a request, inside the review: two maps enclose them.
+const OBJECT_DEPTH: usize = 2;
+
+/// Parses and answers one review body as [`super::review`] does. The request's
+/// namespace is looked up in `namespaces` only when a candidate policy needs its data.
+pub fn review_lean<'b>(
+    body: &'b [u8],
     policies: &PolicySet,
     namespaces: &dyn NamespaceSource,
-) -> Result<Reviewed, BadReview> {
+) -> Result<Reviewed<'b>, BadReview> {
     let (review, namespace) = parse_lean(body, policies, namespaces)?;
     Ok(answer(review, &namespace, policies))
 }
@@ -42,28 +45,23 @@ pub fn review_lean(
 /// The parse half of [`review_lean`], for callers that want to know which request they
 /// hold before evaluating it (the server names it in its logs first): the review, and
 /// its namespace's data as far as a candidate policy needs it.
-pub fn parse_lean(
-    body: &[u8],
+pub fn parse_lean<'b>(
+    body: &'b [u8],
     policies: &PolicySet,
     namespaces: &dyn NamespaceSource,
-) -> Result<(Review, NamespaceData), BadReview> {
-    let mut decide = |request: &AdmissionRequest| {
-        let reads = candidate_reads(request, policies);
-        (reads, resolve(request, reads, namespaces))
-    };
-    parse_text(utf8(body)?, &mut decide)
+) -> Result<(Review<'b>, NamespaceData), BadReview> {
+    let mut has_candidates =
+        |request: &AdmissionRequest<'_>| candidate_reads(request, policies).is_some();
+    let review = parse_text(utf8(body)?, &mut has_candidates)?;
+    let reads = candidate_reads(&review.request, policies);
+    let namespace = resolve(&review.request, reads, namespaces);
+    Ok((review, namespace))
 }
 
-/// Parses an AdmissionReview body with both objects built whole, for callers that show
-/// or keep the objects (`graft apply`, `graft test`).
-pub fn parse(body: &[u8]) -> Result<Review, BadReview> {
-    let everything = Reads {
-        managed_fields: true,
-        old_object: true,
-        ..Reads::default()
-    };
-    let mut decide = |_: &AdmissionRequest| (Some(everything), NamespaceData::NotLookedUp);
-    Ok(parse_text(utf8(body)?, &mut decide)?.0)
+/// Parses an AdmissionReview body, for callers that show or keep the objects (`graft
+/// apply`, `graft test`).
+pub fn parse(body: &[u8]) -> Result<Review<'_>, BadReview> {
+    parse_text(utf8(body)?, &mut |_| true)
 }
 
 /// The body as text. simdutf8 only says whether the body is valid; for a body that is
@@ -72,42 +70,9 @@ fn utf8(body: &[u8]) -> Result<&str, std::str::Utf8Error> {
     simdutf8::basic::from_utf8(body).or_else(|_| std::str::from_utf8(body))
 }
 
-/// What the candidate policies of a request can see (`None`: there are none), and the
-/// data of its namespace as far as they need it.
-type Decision = (Option<Reads>, NamespaceData);
-
-/// Decides for a request: called once per pass, with its routing fields read.
-type Decide<'d> = &'d mut dyn FnMut(&AdmissionRequest) -> Decision;
-
-fn parse_text(text: &str, decide: Decide<'_>) -> Result<(Review, NamespaceData), BadReview> {
-    match pass(text, decide, Order::Apiserver) {
-        Err(Stop::OutOfOrder(_)) => pass(text, decide, Order::Any),
-        parsed => parsed,
-    }
-    .map_err(|stop| match stop {
-        Stop::Bad(bad) => bad,
-        // A pass in any order does not stop for the order; were it to, the body is
-        // still not one graft reads.
-        Stop::OutOfOrder(error) => BadReview::Json(error),
-    })
-}
-
-/// The order a pass expects the request's fields in.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Order {
-    /// The apiserver's: what routes the request, then `object`, then `oldObject`. The
-    /// objects are built as decided when they are reached.
-    Apiserver,
-    /// Any: the objects are built whole, and trimmed once the request is read.
-    Any,
-}
-
-/// Why a pass gave no review.
-enum Stop {
-    /// The body is not in the order the pass expects.
-    OutOfOrder(serde_json::Error),
-    Bad(BadReview),
-}
+/// Whether a request has candidate policies, asked with the fields read before its
+/// object: only then is the object built as it is read.
+type Builds<'d> = &'d mut dyn FnMut(&AdmissionRequest<'_>) -> bool;
 
 /// What a failed read of the body was doing, for its error: the error itself is
 /// serde_json's, which says where in the body it is.
@@ -116,65 +81,80 @@ enum Reading {
     #[default]
     Envelope,
     Object(&'static str),
-    OutOfOrder,
 }
 
-fn pass(text: &str, decide: Decide<'_>, order: Order) -> Result<(Review, NamespaceData), Stop> {
+fn parse_text<'b>(text: &'b str, builds: Builds<'_>) -> Result<Review<'b>, BadReview> {
+    match pass(text, builds, Keep::Text) {
+        // A text's check fails where the text ends: read once more with everything built,
+        // serde_json says where in the body the error is.
+        Err(BadReview::Object { field, error }) => match pass(text, builds, Keep::Nothing) {
+            Err(exact @ BadReview::Object { .. }) => Err(exact),
+            _ => Err(BadReview::Object { field, error }),
+        },
+        parsed => parsed,
+    }
+}
+
+/// Whether a pass keeps what it may as text, or builds everything.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    Text,
+    Nothing,
+}
+
+fn pass<'b>(text: &'b str, builds: Builds<'_>, keep: Keep) -> Result<Review<'b>, BadReview> {
     let reading = Cell::new(Reading::Envelope);
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let seed = EnvelopeSeed {
-        decide,
-        order,
+        builds,
+        keep,
         reading: &reading,
     };
     let envelope = seed
         .deserialize(&mut deserializer)
         .and_then(|envelope| deserializer.end().map(|()| envelope))
         .map_err(|error| match reading.get() {
-            Reading::Envelope => Stop::Bad(BadReview::Json(error)),
-            Reading::Object(field) => Stop::Bad(BadReview::Object { field, error }),
-            Reading::OutOfOrder => Stop::OutOfOrder(error),
+            Reading::Envelope => BadReview::Json(error),
+            Reading::Object(field) => BadReview::Object { field, error },
         })?;
-    let (request, (_, namespace)) =
-        checked(&envelope.api_version, envelope.kind, envelope.request).map_err(Stop::Bad)?;
+    let request = checked(&envelope.api_version, envelope.kind, envelope.request)?;
     if request.uid.is_empty() {
-        return Err(Stop::Bad(BadReview::MissingUid));
+        return Err(BadReview::MissingUid);
     }
-    let review = Review {
+    Ok(Review {
         api_version: envelope.api_version,
         request,
-    };
-    Ok((review, namespace))
+    })
 }
 
-struct Envelope {
+struct Envelope<'b> {
     api_version: String,
     kind: String,
-    request: Option<(AdmissionRequest, Decision)>,
+    request: Option<AdmissionRequest<'b>>,
 }
 
 struct EnvelopeSeed<'p, 'd> {
-    decide: Decide<'d>,
-    order: Order,
+    builds: Builds<'d>,
+    keep: Keep,
     reading: &'p Cell<Reading>,
 }
 
 impl<'de> DeserializeSeed<'de> for EnvelopeSeed<'_, '_> {
-    type Value = Envelope;
+    type Value = Envelope<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Envelope, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Envelope<'de>, D::Error> {
         deserializer.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for EnvelopeSeed<'_, '_> {
-    type Value = Envelope;
+    type Value = Envelope<'de>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str("an AdmissionReview object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'de>, A::Error> {
         let mut envelope = Envelope {
             api_version: String::new(),
             kind: String::new(),
@@ -194,8 +174,8 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_, '_> {
                 }
                 "request" => {
                     let seed = Optional(RequestSeed {
-                        decide: &mut *self.decide,
-                        order: self.order,
+                        builds: &mut *self.builds,
+                        keep: self.keep,
                         reading: self.reading,
                     });
                     envelope.request = map.next_value_seed(seed)?;
@@ -213,29 +193,25 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_, '_> {
 }
 
 struct RequestSeed<'p, 'd> {
-    decide: Decide<'d>,
-    order: Order,
+    builds: Builds<'d>,
+    keep: Keep,
     reading: &'p Cell<Reading>,
 }
 
 impl RequestSeed<'_, '_> {
-    /// Stops the pass: the body is not in the order it expects.
-    fn out_of_order<E: de::Error>(&self, what: &str) -> E {
-        self.reading.set(Reading::OutOfOrder);
-        E::custom(what)
-    }
-
-    /// Reads an object as `build` says, naming it in the error if it is not valid JSON.
+    /// Reads an object, built (its kept keys as text) or kept whole as text, naming it in
+    /// the error if it is not valid JSON.
     fn object<'de, A: MapAccess<'de>>(
         &self,
         map: &mut A,
-        build: Option<Build>,
+        build: bool,
         field: &'static str,
-    ) -> Result<Option<serde_json::Value>, A::Error> {
+    ) -> Result<Option<Tree<'de>>, A::Error> {
         self.reading.set(Reading::Object(field));
-        let object = match build {
-            None => map.next_value_seed(Optional(Checked)).map(|_| None)?,
-            Some(build) => map.next_value_seed(Optional(build))?,
+        let object = match (self.keep, build) {
+            (Keep::Nothing, _) => map.next_value_seed(Optional(tree::seed(OBJECT_DEPTH, &[])))?,
+            (Keep::Text, true) => map.next_value_seed(Optional(tree::seed(OBJECT_DEPTH, KEPT)))?,
+            (Keep::Text, false) => map.next_value_seed(Optional(tree::text_seed(OBJECT_DEPTH)))?,
         };
         self.reading.set(Reading::Envelope);
         Ok(object)
@@ -243,7 +219,7 @@ impl RequestSeed<'_, '_> {
 }
 
 impl<'de> DeserializeSeed<'de> for RequestSeed<'_, '_> {
-    type Value = (AdmissionRequest, Decision);
+    type Value = AdmissionRequest<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_map(self)
@@ -251,30 +227,16 @@ impl<'de> DeserializeSeed<'de> for RequestSeed<'_, '_> {
 }
 
 impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
-    type Value = (AdmissionRequest, Decision);
+    type Value = AdmissionRequest<'de>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str("an AdmissionRequest object")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let whole = Build {
-            managed_fields: true,
-        };
         let mut request = AdmissionRequest::default();
         let mut seen = 0;
-        // Made at the objects in the apiserver's order, at the end in any other.
-        let mut decision: Option<Decision> = None;
         while let Some(Key(key)) = map.next_key()? {
-            let routes = matches!(
-                key.as_ref(),
-                "resource" | "subResource" | "namespace" | "operation"
-            );
-            if routes && decision.is_some() {
-                return Err(
-                    self.out_of_order("a field that routes the request follows the objects")
-                );
-            }
             let field = match key.as_ref() {
                 "uid" => read(&mut request.uid, &mut map, Field::Uid)?,
                 "kind" => read(&mut request.kind, &mut map, Field::Kind)?,
@@ -289,31 +251,12 @@ impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
                 }
                 "dryRun" => read(&mut request.dry_run, &mut map, Field::DryRun)?,
                 "object" => {
-                    let build = match self.order {
-                        Order::Any => Some(whole),
-                        Order::Apiserver => {
-                            let (reads, _) =
-                                decision.get_or_insert_with(|| (self.decide)(&request));
-                            Build::object(*reads)
-                        }
-                    };
+                    let build = (self.builds)(&request);
                     request.object = self.object(&mut map, build, "object")?;
                     Field::Object
                 }
                 "oldObject" => {
-                    let build = match self.order {
-                        Order::Any => Some(whole),
-                        // Whether there is an object decides how the old one is built.
-                        Order::Apiserver if seen & Field::Object.bit() == 0 => {
-                            return Err(self.out_of_order("oldObject comes before object"));
-                        }
-                        Order::Apiserver => {
-                            let (reads, _) =
-                                decision.get_or_insert_with(|| (self.decide)(&request));
-                            Build::old_object(*reads, request.object.is_some())
-                        }
-                    };
-                    request.old_object = self.object(&mut map, build, "oldObject")?;
+                    request.old_object = self.object(&mut map, false, "oldObject")?;
                     Field::OldObject
                 }
                 _ => {
@@ -323,23 +266,39 @@ impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
             };
             first_time(&mut seen, field.bit(), &key)?;
         }
-        let decision = match decision {
-            Some(decision) => decision,
-            None => (self.decide)(&request),
-        };
-        if self.order == Order::Any {
-            let (reads, _) = decision;
-            let has_object = request.object.is_some();
-            request.object = trimmed(request.object, Build::object(reads));
-            request.old_object = trimmed(request.old_object, Build::old_object(reads, has_object));
-        }
-        Ok((request, decision))
+        Ok(request)
     }
 }
 
-/// An object built whole, reduced to what `build` builds (`None`: nothing).
-fn trimmed(object: Option<serde_json::Value>, build: Option<Build>) -> Option<serde_json::Value> {
-    Some(build?.trim(object?))
+/// A value or `null`, read by the seed `S`.
+struct Optional<S>(S);
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Optional<S> {
+    type Value = Option<S::Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Optional<S> {
+    type Value = Option<S::Value>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a value or null")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        self.0.deserialize(deserializer).map(Some)
+    }
 }
 
 /// A key of the review, borrowed from the body unless it holds an escape.
@@ -423,61 +382,68 @@ mod tests {
 
     use super::*;
 
-    /// The routing fields a decision was asked with: resource, namespace, operation.
+    /// The routing fields the question was asked with: resource, namespace, operation.
     type Routing = (String, Option<String>, String);
 
-    /// The parse with `reads` decided for every request, and the routing of each
-    /// decision.
-    fn parsed_with(text: &str, reads: Option<Reads>) -> (Result<Review, BadReview>, Vec<Routing>) {
+    /// The parse, the object built (`builds`) or kept as text, and the routing each
+    /// question was asked with.
+    fn parsed_with(text: &str, builds: bool) -> (Result<Review<'_>, BadReview>, Vec<Routing>) {
         let mut asked = Vec::new();
-        let mut decide = |request: &AdmissionRequest| {
+        let mut decide = |request: &AdmissionRequest<'_>| {
             asked.push((
                 request.resource.resource.clone(),
                 request.namespace.clone(),
                 request.operation.clone(),
             ));
-            (reads, NamespaceData::NotLookedUp)
+            builds
         };
-        let parsed = parse_text(text, &mut decide).map(|(review, _)| review);
+        let parsed = parse_text(text, &mut decide);
         (parsed, asked)
     }
 
-    fn everything() -> Option<Reads> {
-        Some(Reads {
-            managed_fields: true,
-            old_object: true,
-            ..Reads::default()
-        })
+    /// The request `text` holds, read whole by serde_json and serde's derive, as JSON.
+    fn plain(text: &str) -> Value {
+        let value: Value = serde_json::from_str(text).expect("valid JSON");
+        let request = value["request"].to_string();
+        let request: AdmissionRequest<'_> = serde_json::from_str(&request).expect("a request");
+        serde_json::to_value(&request).expect("serializable")
     }
 
-    /// The review `text` holds, read whole by serde_json and serde's derive.
-    fn plain(text: &str) -> Review {
-        let mut value: Value = serde_json::from_str(text).expect("valid JSON");
-        Review {
-            api_version: value["apiVersion"].as_str().unwrap_or_default().to_string(),
-            request: serde_json::from_value(value["request"].take()).expect("a request"),
-        }
+    fn as_json(review: &Review<'_>) -> Value {
+        serde_json::to_value(&review.request).expect("serializable")
+    }
+
+    fn object_json(object: &Option<Tree<'_>>) -> Option<Value> {
+        object.as_ref().map(Tree::to_value)
     }
 
     #[test]
-    fn the_apiservers_reviews_are_read_as_serde_json_reads_them_deciding_once() {
+    fn the_apiservers_reviews_are_read_as_serde_json_reads_them_asking_once() {
         for text in [
             include_str!("../../tests/fixtures/pod-create-multus-worker.json"),
             include_str!("../../tests/fixtures/pod-create-statefulset-web-3.json"),
             include_str!("../../tests/fixtures/node-status-update.json"),
             include_str!("../../benches/fixtures/pod-create-realistic.json"),
         ] {
-            let (parsed, asked) = parsed_with(text, everything());
-            let expected = plain(text);
-            assert_eq!(parsed.expect("a valid review"), expected);
-            // Decided once, when the objects were reached, with the routing fields read.
-            let request = &expected.request;
-            let routing = (
-                request.resource.resource.clone(),
-                request.namespace.clone(),
-                request.operation.clone(),
-            );
-            assert_eq!(asked, [routing]);
+            for builds in [false, true] {
+                let (parsed, asked) = parsed_with(text, builds);
+                let expected = plain(text);
+                assert_eq!(as_json(&parsed.expect("a valid review")), expected);
+                // Asked once, when the object was reached, with the routing fields read.
+                let routing = (
+                    expected["resource"]["resource"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    expected["namespace"].as_str().map(str::to_string),
+                    expected["operation"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                );
+                let objects = usize::from(!expected["object"].is_null());
+                assert_eq!(asked, vec![routing; objects]);
+            }
         }
     }
 
@@ -487,7 +453,7 @@ mod tests {
     }
 
     /// The same request in the apiserver's order and in another one, with a pod whose
-    /// managedFields only some decisions build.
+    /// managedFields are kept as text.
     fn in_two_orders(operation: &str, object: Value, old_object: Value) -> [String; 2] {
         let head = r#""uid":"u","resource":{"resource":"pods"},"namespace":"late""#;
         let apiserver = format!(
@@ -500,35 +466,22 @@ mod tests {
     }
 
     #[test]
-    fn a_body_in_another_order_gives_the_same_review_for_every_decision() {
+    fn a_body_in_another_order_gives_the_same_review_built_or_not() {
         let pod =
             json!({"metadata": {"name": "a", "managedFields": [{"manager": "m"}]}, "spec": {}});
         let old = json!({"metadata": {"name": "a", "managedFields": [{"manager": "o"}]}});
-        let decisions = [
-            None,
-            Some(Reads::default()),
-            Some(Reads {
-                old_object: true,
-                ..Reads::default()
-            }),
-            Some(Reads {
-                managed_fields: true,
-                ..Reads::default()
-            }),
-            everything(),
-        ];
         for (operation, object) in [("UPDATE", pod.clone()), ("DELETE", Value::Null)] {
             let [apiserver, other] = in_two_orders(operation, object, old.clone());
-            for reads in decisions {
-                let (expected, asked) = parsed_with(&apiserver, reads);
-                assert_eq!(asked.len(), 1);
-                let (parsed, asked) = parsed_with(&other, reads);
-                let expected = expected.expect("valid");
-                assert_eq!(parsed.expect("valid"), expected, "{operation} {reads:?}");
-                // The first pass decides at the objects, the second with every field read.
-                let last = asked.last().expect("decided");
-                assert_eq!(last.1.as_deref(), Some("late"));
-                assert_eq!(last.2, operation);
+            let expected = plain(&apiserver);
+            for builds in [false, true] {
+                for text in [&apiserver, &other] {
+                    let (parsed, _) = parsed_with(text, builds);
+                    assert_eq!(
+                        as_json(&parsed.expect("valid")),
+                        expected,
+                        "{operation} {builds}"
+                    );
+                }
             }
         }
     }
@@ -536,15 +489,15 @@ mod tests {
     #[test]
     fn escaped_keys_are_the_keys_they_spell() {
         let escaped = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"\u0075id":"u","operation":"CREATE","obj\u0065ct":{"a":1}}}"#;
-        let (parsed, _) = parsed_with(escaped, everything());
+        let (parsed, _) = parsed_with(escaped, true);
         let request = parsed.expect("valid").request;
         assert_eq!(request.uid, "u");
-        assert_eq!(request.object, Some(json!({"a": 1})));
+        assert_eq!(object_json(&request.object), Some(json!({"a": 1})));
     }
 
     #[test]
     fn bad_reviews_are_refused_with_what_is_wrong() {
-        let bad = |text: &str| parsed_with(text, everything()).0.expect_err(text);
+        let bad = |text: &str| parsed_with(text, true).0.expect_err(text);
         let duplicate_uid = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","uid":"v"}}"#;
         assert!(
             bad(duplicate_uid)
@@ -568,14 +521,33 @@ mod tests {
         // An error inside an object names it, in either order, built or not.
         let out_of_range = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":{"a":1e400}}}"#;
         let old_first = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","oldObject":{"a":[1,}}}"#;
-        for (text, reads, expected) in [
-            (out_of_range, everything(), "object"),
-            (out_of_range, None, "object"),
-            (old_first, everything(), "oldObject"),
+        let old_out_of_range = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","oldObject":{"a":-1e400}}}"#;
+        for (text, builds, expected) in [
+            (out_of_range, true, "object"),
+            (out_of_range, false, "object"),
+            (old_first, true, "oldObject"),
+            (old_out_of_range, true, "oldObject"),
         ] {
-            match parsed_with(text, reads).0 {
+            match parsed_with(text, builds).0 {
                 Err(BadReview::Object { field, .. }) => assert_eq!(field, expected, "{text}"),
                 other => panic!("{text}: {other:?}"),
+            }
+        }
+        // Where the error is, as serde_json says for the whole body, whether the object was
+        // kept as text or built.
+        let lone_surrogate = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","oldObject":{"a":"\udc00","b":1}}}"#;
+        let scalar = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","oldObject":1e400}}"#;
+        for text in [out_of_range, old_out_of_range, lone_surrogate, scalar] {
+            let expected = serde_json::from_str::<Value>(text).expect_err(text);
+            for builds in [false, true] {
+                match parsed_with(text, builds).0 {
+                    Err(BadReview::Object { error, .. }) => assert_eq!(
+                        (error.line(), error.column()),
+                        (expected.line(), expected.column()),
+                        "{text}: {error}"
+                    ),
+                    other => panic!("{text}: {other:?}"),
+                }
             }
         }
         for text in [
@@ -588,13 +560,13 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_read_as_written_whatever_is_built() {
+    fn keys_are_read_as_written_built_or_not() {
         // serde_json's `Value` reads this key as JSON text to parse; the review holds
-        // what the body says, in either order and for every decision.
+        // what the body says, in either order, built or not.
         let raw = "$serde_json::private::RawValue";
         let object = json!({raw: "{\"metadata\": {}}", "metadata": {raw: 5, "name": "a"}});
         let user = json!({raw: "[1]"});
-        for reads in [None, Some(Reads::default()), everything()] {
+        for builds in [false, true] {
             for text in [
                 review(
                     json!({"uid": "u", "operation": "CREATE", "userInfo": user, "object": object}),
@@ -603,10 +575,9 @@ mod tests {
                     json!({"object": object, "userInfo": user, "uid": "u", "operation": "CREATE"}),
                 ),
             ] {
-                let request = parsed_with(&text, reads).0.expect("valid").request;
+                let request = parsed_with(&text, builds).0.expect("valid").request;
                 assert_eq!(request.user_info, user);
-                let expected = reads.map(|_| object.clone());
-                assert_eq!(request.object, expected, "{text}");
+                assert_eq!(object_json(&request.object), Some(object.clone()), "{text}");
             }
         }
     }
@@ -615,41 +586,56 @@ mod tests {
     fn objects_nest_as_deep_as_the_body_allows() {
         // serde_json's recursion limit holds for the whole body (127 nested maps and
         // lists): the review and the request take two, so an object may nest 125 levels,
-        // its own map included.
-        let nested = |levels: usize| {
+        // its own map included, built or kept as text.
+        let nested = |field: &str, levels: usize| {
             let inner = format!("{}1{}", "[".repeat(levels - 1), "]".repeat(levels - 1));
             format!(
-                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","operation":"CREATE","object":{{"a":{inner}}}}}}}"#
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","operation":"CREATE","{field}":{{"a":{inner}}}}}}}"#
             )
         };
-        for reads in [None, everything()] {
-            assert!(parsed_with(&nested(125), reads).0.is_ok());
-            match parsed_with(&nested(126), reads).0 {
-                Err(BadReview::Object { field, .. }) => assert_eq!(field, "object"),
-                other => panic!("{other:?}"),
+        for field in ["object", "oldObject"] {
+            for builds in [false, true] {
+                let text = nested(field, 125);
+                let (parsed, _) = parsed_with(&text, builds);
+                let request = parsed.expect("within the limit").request;
+                let object = request.object.or(request.old_object).expect("an object");
+                assert!(object.to_value().is_object());
+                match parsed_with(&nested(field, 126), builds).0 {
+                    Err(BadReview::Object { field: named, .. }) => assert_eq!(named, field),
+                    other => panic!("{other:?}"),
+                }
             }
         }
     }
 
     #[test]
-    fn objects_are_built_or_checked_as_decided() {
+    fn objects_are_built_or_kept_as_text_as_asked() {
         let text = review(json!({
-            "uid": "u", "resource": {"resource": "pods"}, "operation": "DELETE",
-            "object": null,
-            "oldObject": {"metadata": {"name": "a", "managedFields": [{"manager": "m"}]}},
+            "uid": "u", "resource": {"resource": "pods"}, "operation": "UPDATE",
+            "object": {"metadata": {"name": "a", "managedFields": [{"manager": "m"}]}},
+            "oldObject": {"metadata": {"name": "a", "managedFields": [{"manager": "o"}]}},
         }));
-        let with = |reads: Option<Reads>| parsed_with(&text, reads).0.expect("valid").request;
-        // No candidate: nothing built.
-        let request = with(None);
-        assert_eq!((request.object, request.old_object), (None, None));
-        // Without an object, the old object is what policies see: built without
-        // managedFields unless they are read.
-        let request = with(Some(Reads::default()));
-        assert_eq!(request.old_object, Some(json!({"metadata": {"name": "a"}})));
-        let request = with(everything());
+        let with = |builds| parsed_with(&text, builds).0.expect("valid").request;
+        // Not built: both objects are their text.
+        let request = with(false);
+        assert!(matches!(request.object, Some(Tree::Text(_))));
+        assert!(matches!(request.old_object, Some(Tree::Text(_))));
+        // Built: the object is a tree whose managedFields are their text; the old object
+        // stays text until read.
+        let request = with(true);
+        let object = request.object.expect("an object");
+        assert!(matches!(object, Tree::Map(_)));
+        let managed = object.get("metadata").and_then(|m| m.get("managedFields"));
+        assert!(matches!(managed, Some(Tree::Text(_))));
+        assert!(matches!(request.old_object, Some(Tree::Text(_))));
+        // Either way, the JSON the body holds.
         assert_eq!(
-            request.old_object,
-            Some(json!({"metadata": {"name": "a", "managedFields": [{"manager": "m"}]}}))
+            object.to_value(),
+            json!({"metadata": {"name": "a", "managedFields": [{"manager": "m"}]}})
+        );
+        assert_eq!(
+            object_json(&request.old_object),
+            Some(json!({"metadata": {"name": "a", "managedFields": [{"manager": "o"}]}}))
         );
     }
 }

@@ -8,6 +8,7 @@ use clap::ValueEnum;
 use super::input::ObjectInput;
 use crate::admission;
 use crate::engine::{self, Outcome};
+use crate::tree::Tree;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Output {
@@ -39,7 +40,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     let mut denied = false;
     for request in input.requests {
-        let object = request.object.clone().unwrap_or_default();
+        let object = request
+            .object
+            .as_ref()
+            .map(Tree::to_value)
+            .unwrap_or_default();
         let namespace =
             admission::resolve_namespace(&request, &input.set, input.namespaces.as_ref());
         let evaluation = engine::evaluate(&request, &namespace, &input.set);

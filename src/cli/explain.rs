@@ -11,6 +11,7 @@ use super::input::ObjectInput;
 use crate::admission::{self, AdmissionRequest};
 use crate::engine::Outcome;
 use crate::engine::explain::{Explanation, Verdict, explain};
+use crate::tree::Tree;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -141,7 +142,7 @@ fn object_name(request: &AdmissionRequest) -> String {
     let metadata = |key: &str| {
         object
             .and_then(|o| o.pointer(&format!("/metadata/{key}")))
-            .and_then(Value::as_str)
+            .and_then(Tree::as_str)
     };
     let name = match (
         request.name.as_deref(),

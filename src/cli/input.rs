@@ -96,7 +96,7 @@ pub struct ObjectInput {
 pub struct Requests {
     pub set: crate::policy::PolicySet,
     pub namespaces: Box<dyn crate::namespaces::NamespaceSource>,
-    pub requests: Vec<crate::admission::AdmissionRequest>,
+    pub requests: Vec<crate::admission::AdmissionRequest<'static>>,
 }
 
 impl ObjectInput {
@@ -118,11 +118,11 @@ impl ObjectInput {
         let mut requests = Vec::with_capacity(objects.len());
         for (index, object) in objects.into_iter().enumerate() {
             if object.get("kind").and_then(serde_json::Value::as_str) == Some("AdmissionReview") {
-                let review =
-                    crate::admission::parse(&serde_json::to_vec(&object)?).with_context(|| {
-                        format!("document {} of {}", index + 1, self.file.display())
-                    })?;
-                requests.push(review.request);
+                let body = serde_json::to_vec(&object)?;
+                let review = crate::admission::parse(&body).with_context(|| {
+                    format!("document {} of {}", index + 1, self.file.display())
+                })?;
+                requests.push(review.request.into_owned());
             } else {
                 let uid = format!("{uid_prefix}-{index}");
                 requests.push(crate::cli::offline::request_for(object, &options, &uid));

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::k8s::admission_request::{AdmissionRequest, GroupVersionKind, GroupVersionResource};
 use crate::k8s::resources::plural;
+use crate::tree::Tree;
 
 /// How to present an object to the engine as an admission request.
 #[derive(Debug, Clone, Default)]
@@ -20,7 +21,11 @@ pub struct RequestOptions {
 }
 
 /// Builds the AdmissionRequest the apiserver would send for `object`.
-pub fn request_for(object: Value, options: &RequestOptions, uid: &str) -> AdmissionRequest {
+pub fn request_for(
+    object: Value,
+    options: &RequestOptions,
+    uid: &str,
+) -> AdmissionRequest<'static> {
     let api_version = object
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -81,8 +86,8 @@ pub fn request_for(object: Value, options: &RequestOptions, uid: &str) -> Admiss
         namespace,
         operation,
         user_info: serde_json::json!({"username": "graft-offline"}),
-        object,
-        old_object,
+        object: object.map(Tree::from),
+        old_object: old_object.map(Tree::from),
         dry_run: Some(false),
     }
 }
@@ -137,6 +142,6 @@ mod tests {
         assert_eq!(request.operation, "UPDATE");
         assert_eq!(request.resource.resource, "nodes");
         assert_eq!(request.sub_resource.as_deref(), Some("status"));
-        assert_eq!(request.old_object, Some(node));
+        assert_eq!(request.old_object, Some(Tree::from(node)));
     }
 }

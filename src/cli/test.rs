@@ -19,6 +19,7 @@ use crate::engine::{self, Evaluation, Outcome};
 use crate::k8s::objects::read_objects;
 use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};
 use crate::policy::PolicySet;
+use crate::tree::Tree;
 
 use super::test_update;
 
@@ -294,7 +295,7 @@ fn run_case(
     namespaces: &dyn NamespaceSource,
 ) -> anyhow::Result<CaseOutcome> {
     let request = case_request(case, base)?;
-    let original = request.object.clone();
+    let original = request.object.as_ref().map(Tree::to_value);
     let namespace = admission::resolve_namespace(&request, set, namespaces);
     let evaluation = engine::evaluate(&request, &namespace, set);
     let mut problems = Vec::new();
@@ -356,11 +357,11 @@ fn run_case(
     Ok((Some(problems.join("\n")), update))
 }
 
-fn case_request(case: &Case, base: &Path) -> anyhow::Result<AdmissionRequest> {
+fn case_request(case: &Case, base: &Path) -> anyhow::Result<AdmissionRequest<'static>> {
     if let Some(review_file) = &case.review_file {
         let body = std::fs::read(base.join(review_file))
             .with_context(|| format!("reading {}", review_file.display()))?;
-        return Ok(admission::parse(&body)?.request);
+        return Ok(admission::parse(&body)?.request.into_owned());
     }
     let object = match (&case.object, &case.object_file) {
         (Some(object), None) => object.clone(),
@@ -485,7 +486,7 @@ fn check_converges(
         return;
     };
     let mut again = request.clone();
-    again.object = Some(mutated.clone());
+    again.object = Some(Tree::from(mutated));
     let second = engine::evaluate(&again, namespace, set);
     if !second.patch.0.is_empty() {
         problems.push(format!(

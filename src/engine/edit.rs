@@ -1,13 +1,11 @@
-//! Changing the object in place. Every write is recorded in the evaluation's
-//! [`Journal`] first, which is what makes a policy's changes undoable, its own patch
-//! and the review's patch exact; nothing else writes to the object.
+//! Changing the object. An edit copies only the maps and lists on the path to what it
+//! changes ([`Tree`]), so the root a policy started from still holds the object as it
+//! was: that root is the policy's rollback, and diffing the two gives its patch.
 
-use serde_json::{Map, Value};
-
-use super::journal::Journal;
-use crate::jsonpath::{self, Token, array_index, lookup};
+use crate::jsonpath::{self, Token, array_index};
 use crate::k8s::merge_keys;
 use crate::policy::model::Position;
+use crate::tree::{self, Map, Tree};
 
 /// Why an edit could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,23 +43,22 @@ pub struct MergeOptions {
     pub position: Position,
 }
 
-/// Edits one object, recording every write in a journal before making it.
-pub struct Editor<'d> {
-    object: &'d mut Value,
-    journal: &'d mut Journal,
+/// Edits one object.
+pub struct Editor<'e, 't> {
+    object: &'e mut Tree<'t>,
 }
 
-impl<'d> Editor<'d> {
-    pub fn new(object: &'d mut Value, journal: &'d mut Journal) -> Editor<'d> {
-        Editor { object, journal }
+impl<'e, 't> Editor<'e, 't> {
+    pub fn new(object: &'e mut Tree<'t>) -> Editor<'e, 't> {
+        Editor { object }
     }
 
-    pub fn object(&self) -> &Value {
+    pub fn object(&self) -> &Tree<'t> {
         self.object
     }
 
     /// Sets `value` at `at`, creating missing objects on the way.
-    pub fn set(&mut self, at: &[Token], value: Value) -> Result<(), EditError> {
+    pub fn set(&mut self, at: &[Token], value: Tree<'t>) -> Result<(), EditError> {
         let Some((last, parents)) = at.split_last() else {
             // Replacing the whole object is refused at compile time.
             return Ok(());
@@ -77,13 +74,13 @@ impl<'d> Editor<'d> {
             let built = build_missing(&at[depth + 1..], value, at)?;
             return self.put(&parents[..=depth], built);
         }
-        let parent = jsonpath::get(self.object, parents).unwrap_or(&Value::Null);
-        match (parent, last) {
-            (Value::Object(map), Token::Key(key)) => match lookup::field(map, key) {
+        let parent = jsonpath::get(self.object, parents).unwrap_or(&Tree::Null);
+        match (parent.resolved(), last) {
+            (Tree::Map(map), Token::Key(key)) => match map.get(key) {
                 Some(existing) if *existing == value => Ok(()),
                 _ => self.put(at, value),
             },
-            (Value::Array(items), Token::Index(index)) => {
+            (Tree::List(items), Token::Index(index)) => {
                 let len = items.len();
                 match array_index(*index, len) {
                     Some(i) if items[i] == value => Ok(()),
@@ -110,52 +107,55 @@ impl<'d> Editor<'d> {
 
     /// Puts `value` at `at`, whose parent exists and is a container of the right kind
     /// (a null parent is replaced by an empty object first).
-    fn put(&mut self, at: &[Token], value: Value) -> Result<(), EditError> {
+    fn put(&mut self, at: &[Token], value: Tree<'t>) -> Result<(), EditError> {
         let Some((last, parents)) = at.split_last() else {
             return Ok(());
         };
-        // Recorded at `at`, which covers the parent when it is null: the record is
-        // cut at the first value that is not a map.
-        self.journal.record(self.object, at);
         let Some(parent) = jsonpath::get_mut(self.object, parents) else {
             return Ok(());
         };
         if parent.is_null() {
-            *parent = Value::Object(Map::new());
+            *parent = Tree::from(Map::new());
         }
-        let kind = kind_of(parent);
-        match (parent, last) {
-            (Value::Object(map), Token::Key(key)) => {
-                map.insert(key.clone(), value);
-                Ok(())
-            }
-            (Value::Array(items), Token::Index(index)) => {
-                let len = items.len();
-                match array_index(*index, len) {
-                    Some(i) => items[i] = value,
-                    None if *index == len as i64 => items.push(value),
-                    None => {
-                        return Err(EditError::IndexOutOfRange {
-                            at: jsonpath::display(at),
-                            index: *index,
-                            len,
-                        });
-                    }
+        let kind = kind_of(parent.resolved());
+        match last {
+            Token::Key(key) => {
+                if let Some(map) = parent.map_mut() {
+                    map.insert(key.clone(), value);
+                    return Ok(());
                 }
-                Ok(())
             }
-            _ => Err(EditError::NotAContainer {
-                at: jsonpath::display(at),
-                parent: jsonpath::display(parents),
-                kind,
-            }),
+            Token::Index(index) => {
+                if let Some(items) = parent.list_mut() {
+                    let len = items.len();
+                    match array_index(*index, len) {
+                        Some(i) => items[i] = value,
+                        None if *index == len as i64 => items.push(value),
+                        None => {
+                            return Err(EditError::IndexOutOfRange {
+                                at: jsonpath::display(at),
+                                index: *index,
+                                len,
+                            });
+                        }
+                    }
+                    return Ok(());
+                }
+            }
         }
+        Err(EditError::NotAContainer {
+            at: jsonpath::display(at),
+            parent: jsonpath::display(parents),
+            kind,
+        })
     }
 
     /// Removes the value at `at`, if present.
     pub fn remove(&mut self, at: &[Token]) {
-        self.journal.record_removal(self.object, at);
-        remove_at(self.object, at);
+        // Looked up first: a path to nothing copies nothing.
+        if jsonpath::get(self.object, at).is_some() {
+            remove_at(self.object, at);
+        }
     }
 
     /// Merges `fragment` into the value at `at` (created as `{}` when missing).
@@ -165,7 +165,7 @@ impl<'d> Editor<'d> {
     /// `mountPath`, ...) merges on that key however many items the fragment holds, so an
     /// empty fragment list changes nothing; new items are appended. Any other value,
     /// other lists included, replaces what is there.
-    pub fn merge(&mut self, at: &[Token], fragment: Value) -> Result<(), EditError> {
+    pub fn merge(&mut self, at: &[Token], fragment: Tree<'t>) -> Result<(), EditError> {
         self.merge_with(at, fragment, MergeOptions::default())
     }
 
@@ -174,12 +174,12 @@ impl<'d> Editor<'d> {
     pub fn merge_with(
         &mut self,
         at: &[Token],
-        fragment: Value,
+        fragment: Tree<'t>,
         options: MergeOptions,
     ) -> Result<(), EditError> {
         let existing = jsonpath::get(self.object, at);
         let mut location = at.to_vec();
-        if existing.is_none_or(Value::is_null) {
+        if existing.is_none_or(Tree::is_null) {
             return match insertable(fragment, &mut location)? {
                 Some(value) => self.set(at, value),
                 None => Ok(()),
@@ -193,12 +193,12 @@ impl<'d> Editor<'d> {
     pub fn append(
         &mut self,
         at: &[Token],
-        items: Vec<Value>,
+        items: Vec<Tree<'t>>,
         position: Position,
     ) -> Result<(), EditError> {
-        let len = match jsonpath::get(self.object, at) {
-            None | Some(Value::Null) => {
-                let mut unique: Vec<Value> = Vec::with_capacity(items.len());
+        let len = match jsonpath::get(self.object, at).map(Tree::resolved) {
+            None | Some(Tree::Null) => {
+                let mut unique: Vec<Tree<'t>> = Vec::with_capacity(items.len());
                 for item in items {
                     if !unique.contains(&item) {
                         unique.push(item);
@@ -207,9 +207,9 @@ impl<'d> Editor<'d> {
                 if unique.is_empty() {
                     return Ok(());
                 }
-                return self.set(at, Value::Array(unique));
+                return self.set(at, Tree::from(unique));
             }
-            Some(Value::Array(existing)) => existing.len(),
+            Some(Tree::List(existing)) => existing.len(),
             Some(other) => {
                 return Err(EditError::NotAList {
                     at: jsonpath::display(at),
@@ -224,7 +224,7 @@ impl<'d> Editor<'d> {
         let mut location = at.to_vec();
         for item in items {
             let present = jsonpath::get(self.object, at)
-                .and_then(Value::as_array)
+                .and_then(Tree::as_list)
                 .is_some_and(|list| list.contains(&item));
             if present {
                 continue;
@@ -239,12 +239,11 @@ impl<'d> Editor<'d> {
 
     /// Inserts `value` into a list before the index `at` ends with (at the end when
     /// the index is the length), shifting the items after it.
-    fn insert(&mut self, at: &[Token], value: Value) {
+    fn insert(&mut self, at: &[Token], value: Tree<'t>) {
         let Some((Token::Index(index), parents)) = at.split_last() else {
             return;
         };
-        self.journal.record(self.object, at);
-        let Some(Value::Array(items)) = jsonpath::get_mut(self.object, parents) else {
+        let Some(items) = jsonpath::get_mut(self.object, parents).and_then(Tree::list_mut) else {
             return;
         };
         let i = usize::try_from(*index).unwrap_or(0).min(items.len());
@@ -254,44 +253,45 @@ impl<'d> Editor<'d> {
     fn merge_into(
         &mut self,
         location: &mut Vec<Token>,
-        fragment: Value,
+        fragment: Tree<'t>,
         options: MergeOptions,
     ) -> Result<(), EditError> {
         let Some(target) = jsonpath::get(self.object, location) else {
             return Ok(());
         };
-        match (target, fragment, list_merge_key(location)) {
-            (Value::Object(_), Value::Object(entries), _) => {
-                for (key, value) in entries {
-                    location.push(Token::Key(key));
+        match (
+            target.resolved(),
+            fragment.resolved(),
+            list_merge_key(location),
+        ) {
+            (Tree::Map(_), Tree::Map(entries), _) => {
+                for (key, value) in entries.iter() {
+                    location.push(Token::Key(key.to_owned()));
                     let present = jsonpath::get(self.object, location).is_some();
                     let merged = match (present, value) {
-                        (true, Value::Null) if options.if_absent => Ok(()),
-                        (true, Value::Null) => {
+                        (true, Tree::Null) if options.if_absent => Ok(()),
+                        (true, Tree::Null) => {
                             self.remove(location);
                             Ok(())
                         }
-                        (false, Value::Null) => Ok(()),
-                        (false, value) => match insertable(value, location) {
+                        (false, Tree::Null) => Ok(()),
+                        (false, value) => match insertable(value.clone(), location) {
                             Ok(Some(value)) => self.put(location, value),
                             Ok(None) => Ok(()),
                             Err(error) => Err(error),
                         },
-                        (true, value) => self.merge_into(location, value, options),
+                        (true, value) => self.merge_into(location, value.clone(), options),
                     };
                     location.pop();
                     merged?;
                 }
                 Ok(())
             }
-            (Value::Array(items), Value::Array(fragment_items), Some(key)) => {
+            (Tree::List(items), Tree::List(fragment_items), Some(key)) => {
                 let mut len = items.len();
                 let mut added = 0;
-                for (item_index, item) in fragment_items.into_iter().enumerate() {
-                    let Some(id) = lookup::child(&item, key)
-                        .filter(|id| !id.is_null())
-                        .cloned()
-                    else {
+                for (item_index, item) in fragment_items.iter().enumerate() {
+                    let Some(id) = item.get(key).filter(|id| !id.is_null()) else {
                         return Err(EditError::MergeKeyMissing {
                             at: jsonpath::display(location),
                             key,
@@ -299,12 +299,8 @@ impl<'d> Editor<'d> {
                         });
                     };
                     let existing = jsonpath::get(self.object, location)
-                        .and_then(Value::as_array)
-                        .and_then(|items| {
-                            items
-                                .iter()
-                                .position(|i| lookup::child(i, key) == Some(&id))
-                        });
+                        .and_then(Tree::as_list)
+                        .and_then(|items| items.iter().position(|i| i.get(key) == Some(id)));
                     let index = existing.unwrap_or(match options.position {
                         Position::First => added,
                         Position::Last => len,
@@ -314,8 +310,8 @@ impl<'d> Editor<'d> {
                         // An item with the same key is set, whatever its fields: filling
                         // in a volume of another kind would give it two sources.
                         Some(_) if options.if_absent => Ok(()),
-                        Some(_) => self.merge_into(location, item, options),
-                        None => match insertable(item, location) {
+                        Some(_) => self.merge_into(location, item.clone(), options),
+                        None => match insertable(item.clone(), location) {
                             Ok(Some(item)) => {
                                 self.insert(location, item);
                                 Ok(())
@@ -335,11 +331,12 @@ impl<'d> Editor<'d> {
             }
             // Something is set here, and it is not merged into: kept as it is.
             (target, _, _) if options.if_absent && !target.is_null() => Ok(()),
-            (target, fragment, _) => {
+            (target, _, _) => {
+                let target = target.clone();
                 let Some(fragment) = insertable(fragment, location)? else {
                     return Ok(());
                 };
-                if *target != fragment {
+                if target != fragment {
                     self.put(location, fragment)?;
                 }
                 Ok(())
@@ -347,18 +344,10 @@ impl<'d> Editor<'d> {
         }
     }
 
-    /// Applies raw RFC 6902 operations. On an error the operations before it have been
-    /// applied: the journal undoes them with the rest of the policy's writes.
+    /// Applies raw RFC 6902 operations, all or none: on an error the object is as it
+    /// was, and the policy fails.
     pub fn json_patch(&mut self, patch: &json_patch::Patch) -> Result<(), EditError> {
-        // One operation at a time: json-patch panics when it cannot undo a patch that
-        // failed part-way (a failed move has already removed its source). What a failed
-        // operation left half-done is under its recorded locations.
-        for operation in &patch.0 {
-            self.journal.record_operation(self.object, operation);
-            json_patch::patch(self.object, std::slice::from_ref(operation))
-                .map_err(|e| EditError::JsonPatch(e.to_string()))?;
-        }
-        Ok(())
+        tree::apply_patch(self.object, &patch.0).map_err(|e| EditError::JsonPatch(e.to_string()))
     }
 }
 
@@ -379,50 +368,77 @@ fn list_merge_key(location: &[Token]) -> Option<&'static str> {
 /// values mean "remove" in a merge, so they are dropped, also inside the items of keyed
 /// lists (which later merges merge item by item); an empty keyed list adds nothing
 /// (`None`); other lists are replaced whole and kept as they are.
-fn insertable(mut value: Value, location: &mut Vec<Token>) -> Result<Option<Value>, EditError> {
-    Ok(prune(&mut value, location)?.then_some(value))
+fn insertable<'t>(
+    value: Tree<'t>,
+    location: &mut Vec<Token>,
+) -> Result<Option<Tree<'t>>, EditError> {
+    Ok(match prune(&value, location)? {
+        Pruned::Kept => Some(value),
+        Pruned::Changed(pruned) => Some(pruned),
+        Pruned::Dropped => None,
+    })
 }
 
-/// Makes `value` insertable at `location` in place, as [`insertable`] describes; false
-/// when it adds nothing. Maps are pruned where they are, not rebuilt: most fragments hold
-/// no null, and a rebuilt map hashes every key again.
-fn prune(value: &mut Value, location: &mut Vec<Token>) -> Result<bool, EditError> {
-    match value {
-        Value::Object(map) => {
-            let mut dropped = false;
-            for (key, value) in map.iter_mut() {
-                match value {
-                    Value::Null => {
-                        dropped = true;
-                        continue;
-                    }
+/// What [`prune`] made of a value.
+enum Pruned<'t> {
+    /// Insertable as it is: most fragments hold no null, and are not copied.
+    Kept,
+    Changed(Tree<'t>),
+    /// Adds nothing.
+    Dropped,
+}
+
+/// `value` made insertable at `location`, as [`insertable`] describes.
+fn prune<'t>(value: &Tree<'t>, location: &mut Vec<Token>) -> Result<Pruned<'t>, EditError> {
+    match value.resolved() {
+        Tree::Map(map) => {
+            // Built from the first entry that changes on.
+            let mut changed: Option<Map<'t>> = None;
+            for (at, (key, entry)) in map.iter().enumerate() {
+                let pruned = match entry {
+                    Tree::Null => Pruned::Dropped,
                     // Kept as they are, without the location the containers need.
-                    Value::Bool(_) | Value::Number(_) | Value::String(_) => continue,
-                    Value::Object(_) | Value::Array(_) => {}
+                    Tree::Bool(_) | Tree::Number(_) | Tree::String(_) => Pruned::Kept,
+                    Tree::Map(_) | Tree::List(_) | Tree::Text(_) => {
+                        location.push(Token::Key(key.to_owned()));
+                        let pruned = prune(entry, location);
+                        location.pop();
+                        pruned?
+                    }
+                };
+                let kept = match pruned {
+                    Pruned::Kept => Some(entry.clone()),
+                    Pruned::Changed(entry) => Some(entry),
+                    Pruned::Dropped => None,
+                };
+                let unchanged = matches!(&kept, Some(k) if k.same(entry) || !is_container(k));
+                match &mut changed {
+                    None if unchanged => continue,
+                    None => {
+                        let mut copy = Map::with_capacity(map.len());
+                        for (key, entry) in map.iter().take(at) {
+                            copy.insert(key.to_owned(), entry.clone());
+                        }
+                        changed = Some(copy);
+                    }
+                    Some(_) => {}
                 }
-                location.push(Token::Key(key.clone()));
-                let kept = prune(value, location);
-                location.pop();
-                if !kept? {
-                    // Dropped with the nulls below.
-                    *value = Value::Null;
-                    dropped = true;
+                if let (Some(copy), Some(kept)) = (&mut changed, kept) {
+                    copy.insert(key.to_owned(), kept);
                 }
             }
-            if dropped {
-                map.retain(|_, value| !value.is_null());
-            }
-            Ok(true)
+            Ok(changed.map_or(Pruned::Kept, |map| Pruned::Changed(Tree::from(map))))
         }
-        Value::Array(items) => {
+        Tree::List(items) => {
             let Some(key) = list_merge_key(location) else {
-                return Ok(true);
+                return Ok(Pruned::Kept);
             };
             if items.is_empty() {
-                return Ok(false);
+                return Ok(Pruned::Dropped);
             }
-            for (index, item) in items.iter_mut().enumerate() {
-                if lookup::child(item, key).is_none_or(Value::is_null) {
+            let mut changed: Option<Vec<Tree<'t>>> = None;
+            for (index, item) in items.iter().enumerate() {
+                if item.get(key).is_none_or(Tree::is_null) {
                     return Err(EditError::MergeKeyMissing {
                         at: jsonpath::display(location),
                         key,
@@ -433,26 +449,45 @@ fn prune(value: &mut Value, location: &mut Vec<Token>) -> Result<bool, EditError
                 // An item with a merge key is a map, which is always kept.
                 let pruned = prune(item, location);
                 location.pop();
-                pruned?;
+                match pruned? {
+                    Pruned::Changed(item) => {
+                        changed
+                            .get_or_insert_with(|| items[..index].to_vec())
+                            .push(item);
+                    }
+                    Pruned::Kept | Pruned::Dropped => {
+                        if let Some(copy) = &mut changed {
+                            copy.push(item.clone());
+                        }
+                    }
+                }
             }
-            Ok(true)
+            Ok(changed.map_or(Pruned::Kept, |items| Pruned::Changed(Tree::from(items))))
         }
-        _ => Ok(true),
+        _ => Ok(Pruned::Kept),
     }
+}
+
+fn is_container(tree: &Tree<'_>) -> bool {
+    matches!(tree, Tree::Map(_) | Tree::List(_) | Tree::Text(_))
 }
 
 /// Wraps `value` in the objects (or one-item lists, for index 0) named by `below`,
 /// innermost last: the value for a missing node whose descendants are `below`.
-fn build_missing(below: &[Token], value: Value, whole: &[Token]) -> Result<Value, EditError> {
+fn build_missing<'t>(
+    below: &[Token],
+    value: Tree<'t>,
+    whole: &[Token],
+) -> Result<Tree<'t>, EditError> {
     let mut built = value;
     for token in below.iter().rev() {
         built = match token {
             Token::Key(key) => {
-                let mut map = Map::new();
+                let mut map = Map::with_capacity(1);
                 map.insert(key.clone(), built);
-                Value::Object(map)
+                Tree::from(map)
             }
-            Token::Index(0) => Value::Array(vec![built]),
+            Token::Index(0) => Tree::from(vec![built]),
             Token::Index(_) => {
                 return Err(EditError::IndexUnderMissingParent {
                     at: jsonpath::display(whole),
@@ -463,26 +498,27 @@ fn build_missing(below: &[Token], value: Value, whole: &[Token]) -> Result<Value
     Ok(built)
 }
 
-fn remove_at(object: &mut Value, at: &[Token]) -> Option<Value> {
+fn remove_at<'t>(object: &mut Tree<'t>, at: &[Token]) -> Option<Tree<'t>> {
     let (last, parents) = at.split_last()?;
-    match (jsonpath::get_mut(object, parents)?, last) {
-        (Value::Object(map), Token::Key(key)) => map.shift_remove(key),
-        (Value::Array(items), Token::Index(index)) => {
+    let parent = jsonpath::get_mut(object, parents)?;
+    match last {
+        Token::Key(key) => parent.map_mut()?.remove(key),
+        Token::Index(index) => {
+            let items = parent.list_mut()?;
             let i = array_index(*index, items.len())?;
             Some(items.remove(i))
         }
-        _ => None,
     }
 }
 
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "list",
-        Value::Object(_) => "object",
+fn kind_of(value: &Tree<'_>) -> &'static str {
+    match value.resolved() {
+        Tree::Null | Tree::Text(_) => "null",
+        Tree::Bool(_) => "boolean",
+        Tree::Number(_) => "number",
+        Tree::String(_) => "string",
+        Tree::List(_) => "list",
+        Tree::Map(_) => "object",
     }
 }
 

@@ -1,37 +1,47 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::engine::journal::Journal;
 use crate::policy::model::Position;
+use crate::tree::Tree;
 
 fn key(k: &str) -> Token {
     Token::Key(k.to_string())
 }
 
-/// Runs `edit` on `before`, checks the result and whether the journal sees a change,
-/// then checks that rolling the journal back restores `before`.
-fn check(before: Value, edit: impl FnOnce(&mut Editor<'_>), expected: Value, changed: bool) {
-    let mut document = before.clone();
-    let mut journal = Journal::new();
-    edit(&mut Editor::new(&mut document, &mut journal));
-    assert_eq!(journal.changed(&document), changed, "changed flag");
-    assert_eq!(document, expected);
-    journal.rollback(&mut document);
-    assert_eq!(document, before, "rollback restores the original");
+/// Runs `edit` on `before`, checks the result and whether the root differs from the
+/// one the edit started from, then checks that the root kept from before the edit
+/// still holds `before`.
+fn check(
+    before: Value,
+    edit: impl FnOnce(&mut Editor<'_, 'static>),
+    expected: Value,
+    changed: bool,
+) {
+    let original = Tree::from(&before);
+    let mut document = original.clone();
+    edit(&mut Editor::new(&mut document));
+    assert_eq!(document != original, changed, "changed flag");
+    assert_eq!(document.to_value(), expected);
+    assert_eq!(
+        original.to_value(),
+        before,
+        "the old root keeps the original"
+    );
 }
 
 #[test]
 fn set_creates_missing_parents() {
-    let mut doc = json!({"metadata": {"name": "p"}});
-    let mut journal = Journal::new();
-    let mut editor = Editor::new(&mut doc, &mut journal);
+    let doc = json!({"metadata": {"name": "p"}});
+    let mut doc = Tree::from(doc);
+    let original = doc.clone();
+    let mut editor = Editor::new(&mut doc);
     editor
         .set(
             &[key("metadata"), key("annotations"), key("a/b")],
-            json!("v"),
+            Tree::from(json!("v")),
         )
         .unwrap();
-    assert!(journal.changed(&doc));
+    assert!(doc != original);
     assert_eq!(
         doc,
         json!({"metadata": {"name": "p", "annotations": {"a/b": "v"}}})
@@ -40,19 +50,24 @@ fn set_creates_missing_parents() {
 
 #[test]
 fn set_same_value_is_no_change() {
-    let mut doc = json!({"a": {"b": 1}});
-    let mut journal = Journal::new();
-    let mut editor = Editor::new(&mut doc, &mut journal);
-    editor.set(&[key("a"), key("b")], json!(1)).unwrap();
-    assert!(!journal.changed(&doc));
+    let doc = json!({"a": {"b": 1}});
+    let mut doc = Tree::from(doc);
+    let original = doc.clone();
+    let mut editor = Editor::new(&mut doc);
+    editor
+        .set(&[key("a"), key("b")], Tree::from(json!(1)))
+        .unwrap();
+    assert!(doc == original);
 }
 
 #[test]
 fn set_through_a_scalar_is_an_error() {
-    let mut doc = json!({"a": "text"});
-    let mut journal = Journal::new();
-    let mut editor = Editor::new(&mut doc, &mut journal);
-    let error = editor.set(&[key("a"), key("b")], json!(1)).unwrap_err();
+    let doc = json!({"a": "text"});
+    let mut doc = Tree::from(doc);
+    let mut editor = Editor::new(&mut doc);
+    let error = editor
+        .set(&[key("a"), key("b")], Tree::from(json!(1)))
+        .unwrap_err();
     assert_eq!(
         error.to_string(),
         "cannot set $.a.b: $.a is a string, not an object or list"
@@ -61,11 +76,17 @@ fn set_through_a_scalar_is_an_error() {
 
 #[test]
 fn set_appends_at_list_end_and_refuses_gaps() {
-    let mut doc = json!({"a": [1]});
-    let mut journal = Journal::new();
-    let mut editor = Editor::new(&mut doc, &mut journal);
-    editor.set(&[key("a"), Token::Index(1)], json!(2)).unwrap();
-    assert!(editor.set(&[key("a"), Token::Index(5)], json!(2)).is_err());
+    let doc = json!({"a": [1]});
+    let mut doc = Tree::from(doc);
+    let mut editor = Editor::new(&mut doc);
+    editor
+        .set(&[key("a"), Token::Index(1)], Tree::from(json!(2)))
+        .unwrap();
+    assert!(
+        editor
+            .set(&[key("a"), Token::Index(5)], Tree::from(json!(2)))
+            .is_err()
+    );
     assert_eq!(doc, json!({"a": [1, 2]}));
 }
 
@@ -73,16 +94,16 @@ fn set_appends_at_list_end_and_refuses_gaps() {
 /// merge keys: a new port is added beside the existing one.
 #[test]
 fn merge_named_lists_by_name_and_appends_new_items() {
-    let mut doc = json!({"spec": {"containers": [{"name": "app", "image": "a", "ports": [{"containerPort": 1}]}]}});
-    let mut journal = Journal::new();
-    let mut editor = Editor::new(&mut doc, &mut journal);
+    let doc = json!({"spec": {"containers": [{"name": "app", "image": "a", "ports": [{"containerPort": 1}]}]}});
+    let mut doc = Tree::from(doc);
+    let mut editor = Editor::new(&mut doc);
     editor
         .merge(
             &[],
-            json!({"spec": {"containers": [
+            Tree::from(json!({"spec": {"containers": [
                 {"name": "side", "image": "s"},
                 {"name": "app", "ports": [{"containerPort": 2}]}
-            ]}}),
+            ]}})),
         )
         .unwrap();
     assert_eq!(
@@ -94,16 +115,12 @@ fn merge_named_lists_by_name_and_appends_new_items() {
     );
 }
 
-fn merged(
-    mut doc: serde_json::Value,
-    at: &[Token],
-    fragment: serde_json::Value,
-) -> serde_json::Value {
-    let mut journal = Journal::new();
-    Editor::new(&mut doc, &mut journal)
-        .merge(at, fragment)
+fn merged(doc: serde_json::Value, at: &[Token], fragment: serde_json::Value) -> serde_json::Value {
+    let mut doc = Tree::from(doc);
+    Editor::new(&mut doc)
+        .merge(at, Tree::from(fragment))
         .unwrap();
-    doc
+    doc.to_value()
 }
 
 #[test]
@@ -158,10 +175,13 @@ fn lists_merge_on_kubernetes_merge_keys() {
 
 #[test]
 fn an_item_without_its_merge_key_is_an_error_not_a_replacement() {
-    let mut doc = json!({"spec": {"containers": [{"name": "app"}]}});
-    let mut journal = Journal::new();
-    let error = Editor::new(&mut doc, &mut journal)
-        .merge(&[], json!({"spec": {"containers": [{"image": "x"}]}}))
+    let doc = json!({"spec": {"containers": [{"name": "app"}]}});
+    let mut doc = Tree::from(doc);
+    let error = Editor::new(&mut doc)
+        .merge(
+            &[],
+            Tree::from(json!({"spec": {"containers": [{"image": "x"}]}})),
+        )
         .unwrap_err();
     assert!(
         matches!(
@@ -180,26 +200,27 @@ fn an_item_without_its_merge_key_is_an_error_not_a_replacement() {
 #[test]
 fn merge_null_removes_a_key_and_a_second_merge_changes_nothing() {
     let fragment = json!({"metadata": {"labels": {"gone": null, "new": "v"}}});
-    let mut doc = json!({"metadata": {"labels": {"gone": "x", "kept": "y"}}});
-    let mut journal = Journal::new();
-    let mut editor = Editor::new(&mut doc, &mut journal);
-    editor.merge(&[], fragment.clone()).unwrap();
-    assert!(journal.changed(&doc));
+    let doc = json!({"metadata": {"labels": {"gone": "x", "kept": "y"}}});
+    let mut doc = Tree::from(doc);
+    let original = doc.clone();
+    let mut editor = Editor::new(&mut doc);
+    editor.merge(&[], Tree::from(fragment.clone())).unwrap();
+    assert!(doc != original);
     assert_eq!(
         doc,
         json!({"metadata": {"labels": {"kept": "y", "new": "v"}}})
     );
-    let mut journal = Journal::new();
-    let mut editor = Editor::new(&mut doc, &mut journal);
-    editor.merge(&[], fragment).unwrap();
-    assert!(!journal.changed(&doc));
+    let original = doc.clone();
+    let mut editor = Editor::new(&mut doc);
+    editor.merge(&[], Tree::from(fragment)).unwrap();
+    assert!(doc == original);
 }
 
 /// The object `{}` becomes when `fragment` is merged at `at`.
 fn merged_into_empty(at: &[Token], fragment: Value) -> Result<Value, EditError> {
-    let mut doc = json!({});
-    Editor::new(&mut doc, &mut Journal::new()).merge(at, fragment)?;
-    Ok(doc)
+    let mut doc = Tree::from(json!({}));
+    Editor::new(&mut doc).merge(at, Tree::from(fragment))?;
+    Ok(doc.to_value())
 }
 
 #[test]
@@ -281,12 +302,12 @@ fn merge_if_absent_adds_only_what_is_missing() {
             editor
                 .merge_with(
                     &[],
-                    json!({"spec": {
+                    Tree::from(json!({"spec": {
                         "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}, "other": null},
                         "containers": [{"name": "app", "image": "b", "imagePullPolicy": "Always"}, {"name": "side", "image": "s"}],
                         "args": ["y"],
                         "hostNetwork": false
-                    }}),
+                    }})),
                     if_absent(),
                 )
                 .unwrap();
@@ -305,7 +326,11 @@ fn merge_if_absent_fills_a_null() {
         json!({"spec": {"dnsPolicy": null}}),
         |editor| {
             editor
-                .merge_with(&[], json!({"spec": {"dnsPolicy": "None"}}), if_absent())
+                .merge_with(
+                    &[],
+                    Tree::from(json!({"spec": {"dnsPolicy": "None"}})),
+                    if_absent(),
+                )
                 .unwrap();
         },
         json!({"spec": {"dnsPolicy": "None"}}),
@@ -327,7 +352,7 @@ fn merge_first_puts_new_named_items_first() {
             editor
                 .merge_with(
                     &[],
-                    json!({"spec": {"initContainers": [{"name": "x"}, {"name": "b", "image": "i"}, {"name": "y"}]}}),
+                    Tree::from(json!({"spec": {"initContainers": [{"name": "x"}, {"name": "b", "image": "i"}, {"name": "y"}]}})),
                     options,
                 )
                 .unwrap();
@@ -347,9 +372,9 @@ fn append_adds_items_not_already_there() {
                 .append(
                     &tolerations,
                     vec![
-                        json!({"operator": "Exists", "key": "a"}),
-                        json!({"key": "b", "operator": "Exists"}),
-                        json!({"key": "b", "operator": "Exists"}),
+                        Tree::from(json!({"operator": "Exists", "key": "a"})),
+                        Tree::from(json!({"key": "b", "operator": "Exists"})),
+                        Tree::from(json!({"key": "b", "operator": "Exists"})),
                     ],
                     Position::Last,
                 )
@@ -364,7 +389,11 @@ fn append_adds_items_not_already_there() {
             editor
                 .append(
                     &[key("spec"), key("args")],
-                    vec![json!("--a"), json!("--v"), json!("--b")],
+                    vec![
+                        Tree::from(json!("--a")),
+                        Tree::from(json!("--v")),
+                        Tree::from(json!("--b")),
+                    ],
                     Position::First,
                 )
                 .unwrap();
@@ -382,7 +411,10 @@ fn append_creates_a_missing_list_and_changes_nothing_when_all_are_there() {
             editor
                 .append(
                     &[key("spec"), key("imagePullSecrets")],
-                    vec![json!({"name": "r"}), json!({"name": "r"})],
+                    vec![
+                        Tree::from(json!({"name": "r"})),
+                        Tree::from(json!({"name": "r"})),
+                    ],
                     Position::Last,
                 )
                 .unwrap();
@@ -396,7 +428,7 @@ fn append_creates_a_missing_list_and_changes_nothing_when_all_are_there() {
             editor
                 .append(
                     &[key("spec"), key("args")],
-                    vec![json!("a")],
+                    vec![Tree::from(json!("a"))],
                     Position::First,
                 )
                 .unwrap();
@@ -408,12 +440,12 @@ fn append_creates_a_missing_list_and_changes_nothing_when_all_are_there() {
 
 #[test]
 fn append_to_a_value_that_is_not_a_list_fails() {
-    let mut doc = json!({"spec": {"args": "a"}});
-    let mut journal = Journal::new();
-    let error = Editor::new(&mut doc, &mut journal)
+    let doc = json!({"spec": {"args": "a"}});
+    let mut doc = Tree::from(doc);
+    let error = Editor::new(&mut doc)
         .append(
             &[key("spec"), key("args")],
-            vec![json!("b")],
+            vec![Tree::from(json!("b"))],
             Position::Last,
         )
         .unwrap_err();

@@ -9,14 +9,13 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use crate::tree::Tree;
 
 use super::matching::{
     Blocker, RequestBlocker, RequestFacts, object_blocker, request_blocker, request_matches,
 };
 use super::run::PolicyRun;
 use super::{Evaluation, Observer, PolicyResult, evaluate_copy};
-use crate::jsonpath::lookup::child;
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
@@ -71,7 +70,7 @@ impl Verdict {
 
 /// Evaluates `request` as [`super::evaluate`] does and explains every policy of the set.
 pub fn explain(
-    request: &AdmissionRequest,
+    request: &AdmissionRequest<'_>,
     namespace: &NamespaceData,
     policies: &PolicySet,
 ) -> Explanation {
@@ -117,13 +116,13 @@ enum Look {
 #[derive(Default)]
 struct Explainer {
     /// The object before the policy now running, to diff against after it.
-    before: Option<Value>,
+    before: Option<Tree<'static>>,
     looks: HashMap<String, Look>,
 }
 
 impl Observer for Explainer {
-    fn before(&mut self, _policy: &CompiledPolicy, object: &Value) {
-        self.before = Some(object.clone());
+    fn before(&mut self, _policy: &CompiledPolicy, object: &Tree<'_>) {
+        self.before = Some(object.clone().into_static());
     }
 
     fn after(
@@ -131,7 +130,7 @@ impl Observer for Explainer {
         policy: &CompiledPolicy,
         facts: &RequestFacts<'_>,
         run: &PolicyRun<'_>,
-        object: &Value,
+        object: &Tree<'_>,
     ) {
         let look = match run {
             PolicyRun::NotForRequest => Look::NotMatched(request_condition(policy, facts)),
@@ -141,7 +140,7 @@ impl Observer for Explainer {
             PolicyRun::Matched(PolicyResult::Applied) => Look::Changed(
                 self.before
                     .as_ref()
-                    .map(|before| json_patch::diff(before, object))
+                    .map(|before| crate::tree::diff(before, object))
                     .unwrap_or_default(),
             ),
             PolicyRun::Matched(_) => Look::Other,
@@ -153,7 +152,7 @@ impl Observer for Explainer {
         &mut self,
         policy: &CompiledPolicy,
         facts: &RequestFacts<'_>,
-        object: &Value,
+        object: &Tree<'_>,
     ) {
         // What its first look would have said, in the order a look checks: the request's
         // conditions, then the object's.
@@ -195,7 +194,7 @@ fn verdict_of(result: &PolicyResult, looked: Option<Look>) -> Verdict {
 /// request ended the evaluation before it (no object, an unknown operation, a denial).
 fn never_looked_at(
     policy: &CompiledPolicy,
-    request: &AdmissionRequest,
+    request: &AdmissionRequest<'_>,
     operation: Option<Operation>,
     namespace: &NamespaceData,
 ) -> String {
@@ -279,7 +278,7 @@ fn object_condition(
     policy: &CompiledPolicy,
     facts: &RequestFacts<'_>,
     blocker: Blocker<'_>,
-    object: &Value,
+    object: &Tree<'_>,
 ) -> String {
     let conditions = &policy.matcher;
     match blocker {
@@ -323,7 +322,9 @@ fn object_condition(
         Blocker::Name => {
             let want: Vec<String> = conditions.names.iter().map(|p| p.0.clone()).collect();
             let metadata = |key: &str| {
-                child(child(object, "metadata")?, key)?
+                object
+                    .get("metadata")?
+                    .get(key)?
                     .as_str()
                     .filter(|text| !text.is_empty())
             };
@@ -340,7 +341,11 @@ fn object_condition(
 
 /// Why a `podControllers` policy did not match the controller's pod template: the
 /// condition on the Pod the template stands for.
-fn template_condition(policy: &CompiledPolicy, facts: &RequestFacts<'_>, object: &Value) -> String {
+fn template_condition(
+    policy: &CompiledPolicy,
+    facts: &RequestFacts<'_>,
+    object: &Tree<'_>,
+) -> String {
     let pod =
         crate::k8s::pod_controllers::controller(facts.group, facts.resource, facts.subresource)
             .and_then(|controller| super::pod_template::stand_in_pod(controller, object));
@@ -422,7 +427,7 @@ fn first_unmet<'m>(
     })
 }
 
-fn field_condition(test: &FieldTest, object: &Value) -> String {
+fn field_condition(test: &FieldTest, object: &Tree<'_>) -> String {
     let field = test.field.strip_prefix("spec.").unwrap_or(&test.field);
     let field = field.strip_suffix(".path").unwrap_or(field);
     let want = match &test.check {
@@ -449,8 +454,8 @@ fn field_condition(test: &FieldTest, object: &Value) -> String {
     format!("{field} {}: want {want}, got {got}", test.path.source())
 }
 
-fn metadata_string<'v>(object: &'v Value, map: &str, key: &str) -> Option<&'v str> {
-    child(child(child(object, "metadata")?, map)?, key)?.as_str()
+fn metadata_string<'v>(object: &'v Tree<'_>, map: &str, key: &str) -> Option<&'v str> {
+    object.get("metadata")?.get(map)?.get(key)?.as_str()
 }
 
 /// `group/version/resource[/subresource]`, the core group written `core`.
@@ -480,9 +485,9 @@ fn got(value: Option<&str>) -> String {
     value.map_or_else(|| "nothing".to_string(), str::to_string)
 }
 
-fn compact(value: &Value) -> String {
+fn compact(value: &Tree<'_>) -> String {
     match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
+        Tree::String(text) => text.to_string(),
+        other => other.to_value().to_string(),
     }
 }

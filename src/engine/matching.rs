@@ -2,15 +2,12 @@
 //! namespace, label and annotation selectors, and field tests. CEL conditions are
 //! evaluated by the caller, which owns the CEL scope.
 
-use serde_json::Value;
-
-use super::journal::Journal;
-use crate::jsonpath::lookup::{child, field};
 use crate::jsonpath::{JsonPath, PathError};
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::namespaces::NamespaceData;
 use crate::policy::CompiledPolicy;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
+use crate::tree::{Map, Tree};
 
 /// The facts about a request that matching reads, computed once per review.
 #[derive(Debug, Clone, Copy)]
@@ -28,7 +25,7 @@ pub struct RequestFacts<'a> {
 
 impl<'a> RequestFacts<'a> {
     pub fn of(
-        request: &'a AdmissionRequest,
+        request: &'a AdmissionRequest<'_>,
         operation: Operation,
         namespace_data: &'a NamespaceData,
     ) -> RequestFacts<'a> {
@@ -95,7 +92,7 @@ pub enum ConditionError<'c> {
 pub fn exclude_holds<'c>(
     conditions: &'c Conditions,
     facts: &RequestFacts<'_>,
-    object: &Value,
+    object: &Tree<'_>,
 ) -> Result<bool, ConditionError<'c>> {
     let declared = object_matches(conditions, object).map_err(ConditionError::FieldTest)?;
     if !(request_matches(conditions, facts) && declared) {
@@ -113,7 +110,7 @@ pub fn exclude_holds<'c>(
 pub fn namespace_selector_holds(
     conditions: &Conditions,
     facts: &RequestFacts<'_>,
-    object: &Value,
+    object: &Tree<'_>,
     block: Block,
 ) -> Result<bool, String> {
     let Some(requirements) = &conditions.namespace_selector else {
@@ -183,7 +180,7 @@ pub fn request_blocker(
 /// The conditions on the object: selectors and field tests.
 pub fn object_matches<'c>(
     conditions: &'c Conditions,
-    object: &Value,
+    object: &Tree<'_>,
 ) -> Result<bool, FieldTestError<'c>> {
     Ok(object_blocker(conditions, object)?.is_none())
 }
@@ -192,7 +189,7 @@ pub fn object_matches<'c>(
 /// conditions as a whole cannot hold either.
 pub fn object_blocker<'c>(
     conditions: &'c Conditions,
-    object: &Value,
+    object: &Tree<'_>,
 ) -> Result<Option<Blocker<'c>>, FieldTestError<'c>> {
     if !conditions.names.is_empty() && !name_matches(conditions, object) {
         return Ok(Some(Blocker::Name));
@@ -221,62 +218,55 @@ pub fn object_blocker<'c>(
     Ok(None)
 }
 
-/// Per candidate policy, `Some(Blocker::Labels)` when its `match.labels` requires a
-/// label value `object` does not carry: the state its first look would leave it in,
+/// The label gate over one object: whether a policy's `match.labels` requires a label
+/// value the object does not carry, which is the state its first look would leave it in,
 /// found without the look. In a large set most pod policies select the pods of other
 /// applications, and this answers each with one comparison against the object's labels
-/// (read once) instead of a run of its conditions. Only a policy's first `In`
-/// requirement is tested, so a `None` says nothing: the look decides.
-pub fn blocked_by_labels<'c>(
-    candidates: &[&'c CompiledPolicy],
-    object: &Value,
-    skip: impl Fn(&CompiledPolicy) -> bool,
-) -> Vec<Option<Blocker<'c>>> {
-    let labels = metadata_map(object, "labels");
-    // Most gated policies test the same key (`app.kubernetes.io/name`, `app`): its
-    // value is looked up once.
-    let mut last: Option<(&str, Option<&str>)> = None;
-    candidates
-        .iter()
-        .map(|policy| {
-            let (key, values) = label_gate(&policy.matcher)?;
-            if skip(policy) {
-                return None;
-            }
-            let value = match last {
-                Some((last_key, value)) if last_key == key => value,
-                _ => {
-                    let value = labels.and_then(|m| field(m, key)).and_then(Value::as_str);
-                    last = Some((key, value));
-                    value
-                }
-            };
-            let held = value.is_some_and(|value| values.iter().any(|v| v == value));
-            (!held).then_some(Blocker::Labels)
-        })
-        .collect()
+/// (read once per key) instead of a run of its conditions. Only a policy's first `In`
+/// requirement is tested (`CompiledPolicy::label_gate`), so "not blocked" says nothing:
+/// the look decides.
+pub struct LabelCheck<'o> {
+    labels: Option<&'o Map<'o>>,
+    /// Most gated policies test the same key (`app.kubernetes.io/name`, `app`): the last
+    /// key's number and the object's value for it.
+    last: Option<(u32, Option<&'o str>)>,
 }
 
-/// The first `In` requirement of a policy's label selector (`matchLabels` entries are
-/// `In` with one value): a label the object must carry with one of these values.
-fn label_gate(conditions: &Conditions) -> Option<(&str, &[String])> {
-    conditions
-        .labels
-        .iter()
-        .find_map(|requirement| match requirement {
-            Requirement::In(key, values) => Some((key.as_str(), values.as_slice())),
-            _ => None,
-        })
+impl<'o> LabelCheck<'o> {
+    pub fn new(object: &'o Tree<'o>) -> Self {
+        LabelCheck {
+            labels: metadata_map(object, "labels"),
+            last: None,
+        }
+    }
+
+    /// `Some(Blocker::Labels)` when the gate keeps `policy` out.
+    pub fn blocks<'c>(&mut self, policy: &'c CompiledPolicy) -> Option<Blocker<'c>> {
+        let gate = policy.label_gate?;
+        let Some(Requirement::In(key, values)) = policy.matcher.labels.get(gate.requirement) else {
+            return None;
+        };
+        let value = match self.last {
+            Some((last_key, value)) if last_key == gate.key => value,
+            _ => {
+                let value = self.labels.and_then(|m| m.get(key)).and_then(Tree::as_str);
+                self.last = Some((gate.key, value));
+                value
+            }
+        };
+        let held = value.is_some_and(|value| values.iter().any(|v| v == value));
+        (!held).then_some(Blocker::Labels)
+    }
 }
 
 /// Whether a `names` pattern matches the object's name or, for an object created
 /// with only `generateName`, its generateName.
-fn name_matches(conditions: &Conditions, object: &Value) -> bool {
-    let metadata = child(object, "metadata");
+fn name_matches(conditions: &Conditions, object: &Tree<'_>) -> bool {
+    let metadata = object.get("metadata");
     let text = |key: &str| {
         metadata
-            .and_then(|m| child(m, key))
-            .and_then(Value::as_str)
+            .and_then(|m| m.get(key))
+            .and_then(Tree::as_str)
             .filter(|s| !s.is_empty())
     };
     let Some(name) = text("name").or_else(|| text("generateName")) else {
@@ -304,30 +294,51 @@ pub enum Blocker<'c> {
 }
 
 impl Blocker<'_> {
-    /// Whether the writes committed to `journal` may have removed the blocker.
-    pub fn may_have_changed(&self, journal: &Journal) -> bool {
+    /// Whether what the blocker reads differs between the object as it was when the
+    /// blocker kept the policy out (`then`) and as it is `now`. A subtree no policy wrote
+    /// since is shared by the two, and found the same by one comparison of pointers.
+    pub fn may_have_changed(&self, then: &Tree<'_>, now: &Tree<'_>) -> bool {
+        let differs = |keys: &mut dyn Iterator<Item = &str>| differs_at(then, now, keys);
         match self {
-            Blocker::Name => journal.intersects(["metadata", "generateName"]),
-            Blocker::Labels => journal.intersects(["metadata", "labels"]),
-            Blocker::Annotations => journal.intersects(["metadata", "annotations"]),
-            Blocker::Field(path) => journal.intersects(path.leading_keys()),
-            Blocker::MatchCel | Blocker::Excluded | Blocker::Template => journal.intersects([]),
+            Blocker::Name => differs(&mut ["metadata", "generateName"].into_iter()),
+            Blocker::Labels => differs(&mut ["metadata", "labels"].into_iter()),
+            Blocker::Annotations => differs(&mut ["metadata", "annotations"].into_iter()),
+            Blocker::Field(path) => differs(&mut path.leading_keys()),
+            Blocker::MatchCel | Blocker::Excluded | Blocker::Template => {
+                differs(&mut std::iter::empty())
+            }
         }
     }
 }
 
-fn metadata_map<'v>(object: &'v Value, name: &str) -> Option<&'v serde_json::Map<String, Value>> {
-    child(child(object, "metadata")?, name)?.as_object()
+/// Whether the values at `keys` differ between two versions of an object.
+fn differs_at(
+    mut left: &Tree<'_>,
+    mut right: &Tree<'_>,
+    keys: &mut dyn Iterator<Item = &str>,
+) -> bool {
+    for key in keys {
+        if left.same(right) {
+            return false;
+        }
+        match (left.get(key), right.get(key)) {
+            (Some(l), Some(r)) => (left, right) = (l, r),
+            (None, None) => return false,
+            _ => return true,
+        }
+    }
+    left != right
+}
+
+fn metadata_map<'v, 't>(object: &'v Tree<'t>, name: &str) -> Option<&'v Map<'t>> {
+    object.get("metadata")?.get(name)?.as_map()
 }
 
 /// Kubernetes LabelSelector semantics over an object's map; a missing map is an empty
 /// map.
-pub fn selector_matches(
-    requirements: &[Requirement],
-    map: Option<&serde_json::Map<String, Value>>,
-) -> bool {
+pub fn selector_matches(requirements: &[Requirement], map: Option<&Map<'_>>) -> bool {
     requirements_hold(requirements, |key| {
-        map.and_then(|m| field(m, key)).and_then(Value::as_str)
+        map.and_then(|m| m.get(key)).and_then(Tree::as_str)
     })
 }
 
@@ -344,7 +355,7 @@ pub fn requirements_hold<'m>(
     })
 }
 
-fn field_matches(test: &FieldTest, object: &Value) -> Result<bool, PathError> {
+fn field_matches(test: &FieldTest, object: &Tree<'_>) -> Result<bool, PathError> {
     let selected = test.path.select(object)?;
     Ok(match &test.check {
         FieldCheck::Equals(expected) => selected.iter().any(|v| same(v, expected)),
@@ -359,9 +370,9 @@ fn field_matches(test: &FieldTest, object: &Value) -> Result<bool, PathError> {
 }
 
 /// JSON equality where 1 and 1.0 are the same number, as a YAML author expects.
-fn same(a: &Value, b: &Value) -> bool {
+fn same(a: &Tree<'_>, b: &Tree<'_>) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Tree::Number(x), Tree::Number(y)) => x == y || x.as_f64() == y.as_f64(),
         _ => a == b,
     }
 }
@@ -372,8 +383,8 @@ mod tests {
 
     use super::*;
 
-    fn labels(value: Value) -> serde_json::Map<String, Value> {
-        value.as_object().cloned().unwrap()
+    fn labels(value: serde_json::Value) -> Map<'static> {
+        Tree::from(value).as_map().cloned().unwrap()
     }
 
     #[test]
@@ -408,7 +419,8 @@ mod tests {
 
     #[test]
     fn numbers_compare_by_value() {
-        assert!(same(&json!(1), &json!(1.0)));
-        assert!(!same(&json!("1"), &json!(1)));
+        let tree = |value| Tree::from(value);
+        assert!(same(&tree(json!(1)), &tree(json!(1.0))));
+        assert!(!same(&tree(json!("1")), &tree(json!(1))));
     }
 }

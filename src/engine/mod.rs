@@ -3,23 +3,21 @@
 //!
 //! For each candidate policy, in order: match against the object as the previous
 //! policies left it, evaluate the policy's expressions (phase 1, read-only), apply
-//! its mutations (phase 2), and keep or roll back the change (`journal`). The patch is
-//! `json_patch::diff(original, mutated)` (taken over the subtrees policies wrote, whose
-//! original values the journal keeps, so the object is edited in place and never
-//! copied whole), never assembled by hand. A Pod policy with `podControllers` runs on a
-//! controller's pod template as on a Pod (`pod_template`).
+//! its mutations (phase 2), and keep the new root or go back to the one the policy
+//! started from. The object is a [`Tree`]: an edit copies only the path to what it
+//! changes, so keeping a root is keeping a version of the object, and the patch is the
+//! diff of the request's root and the last one (`tree::diff`, the patch
+//! `json_patch::diff` gives, skipping every subtree the two share), never assembled by
+//! hand. A Pod policy with `podControllers` runs on a controller's pod template as on
+//! a Pod (`pod_template`).
 
-mod diff;
 pub mod edit;
 pub mod explain;
-mod journal;
 pub mod matching;
 mod pod_template;
 mod run;
 
 use std::collections::BTreeMap;
-
-use serde_json::Value;
 
 use crate::expr::RequestFields;
 use crate::k8s::admission_request::AdmissionRequest;
@@ -27,8 +25,8 @@ use crate::k8s::pod_controllers;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::Operation;
 use crate::policy::{CompiledPolicy, PolicySet};
+use crate::tree::Tree;
 
-use journal::Journal;
 use matching::{Blocker, RequestFacts};
 use run::{EditedObject, PolicyRun, SharedBindings, Subject, run_policy};
 
@@ -90,7 +88,7 @@ pub struct Evaluation {
     /// RFC 6902 operations turning the request's object into `mutated`; empty when nothing changed.
     pub patch: json_patch::Patch,
     /// The object after every applied policy, when a policy changed it.
-    pub mutated: Option<Value>,
+    pub mutated: Option<serde_json::Value>,
     pub warnings: Vec<String>,
     pub audit_annotations: BTreeMap<String, String>,
     /// One report per matching policy, in evaluation order.
@@ -123,7 +121,7 @@ impl Evaluation {
 /// ([`crate::admission::resolve_namespace`]). The request is left as it is; `mutated`
 /// holds the changed object when there is a patch.
 pub fn evaluate(
-    request: &AdmissionRequest,
+    request: &AdmissionRequest<'_>,
     namespace: &NamespaceData,
     policies: &PolicySet,
 ) -> Evaluation {
@@ -132,7 +130,7 @@ pub fn evaluate(
 
 /// [`evaluate`], showing each look at a policy to `observer`.
 fn evaluate_copy(
-    request: &AdmissionRequest,
+    request: &AdmissionRequest<'_>,
     namespace: &NamespaceData,
     policies: &PolicySet,
     observer: &mut impl Observer,
@@ -140,18 +138,18 @@ fn evaluate_copy(
     let mut object = request.object.clone();
     let mut evaluation = evaluate_observed(request, &mut object, namespace, policies, observer);
     if !evaluation.patch.0.is_empty() {
-        evaluation.mutated = object;
+        evaluation.mutated = object.as_ref().map(Tree::to_value);
     }
     evaluation
 }
 
 /// Evaluates the request against `object`, the request's object taken out of it, and
-/// changes `object` in place (`request.object` is not read): no copy of the object is
-/// made. Afterwards `object` is the object as the policies left it, or as it was when
-/// the request is denied. `mutated` stays empty.
-pub fn evaluate_in_place(
-    request: &AdmissionRequest,
-    object: &mut Option<Value>,
+/// changes `object` (`request.object` is not read). Afterwards `object` is the object
+/// as the policies left it, or as it was when the request is denied. `mutated` stays
+/// empty.
+pub fn evaluate_in_place<'t>(
+    request: &AdmissionRequest<'t>,
+    object: &mut Option<Tree<'t>>,
     namespace: &NamespaceData,
     policies: &PolicySet,
 ) -> Evaluation {
@@ -162,35 +160,36 @@ pub fn evaluate_in_place(
 /// evaluation uses `()`, which sees nothing and, being inlined away, costs nothing.
 trait Observer {
     /// Before the policy runs, on the object as the earlier policies left it.
-    fn before(&mut self, policy: &CompiledPolicy, object: &Value);
+    fn before(&mut self, policy: &CompiledPolicy, object: &Tree<'_>);
     /// After it ran: what it did, and the object as it left it.
     fn after(
         &mut self,
         policy: &CompiledPolicy,
         facts: &RequestFacts<'_>,
         run: &PolicyRun<'_>,
-        object: &Value,
+        object: &Tree<'_>,
     );
     /// The policy starts blocked by its labels and is not looked at unless they change
-    /// ([`matching::blocked_by_labels`]); `object` is the object as the request has it.
+    /// ([`matching::LabelCheck`]); `object` is the object as the request has it.
     fn blocked_up_front(
         &mut self,
         policy: &CompiledPolicy,
         facts: &RequestFacts<'_>,
-        object: &Value,
+        object: &Tree<'_>,
     );
 }
 
 impl Observer for () {
-    fn before(&mut self, _: &CompiledPolicy, _: &Value) {}
-    fn after(&mut self, _: &CompiledPolicy, _: &RequestFacts<'_>, _: &PolicyRun<'_>, _: &Value) {}
-    fn blocked_up_front(&mut self, _: &CompiledPolicy, _: &RequestFacts<'_>, _: &Value) {}
+    fn before(&mut self, _: &CompiledPolicy, _: &Tree<'_>) {}
+    fn after(&mut self, _: &CompiledPolicy, _: &RequestFacts<'_>, _: &PolicyRun<'_>, _: &Tree<'_>) {
+    }
+    fn blocked_up_front(&mut self, _: &CompiledPolicy, _: &RequestFacts<'_>, _: &Tree<'_>) {}
 }
 
 /// [`evaluate_in_place`], showing each look at a policy to `observer`.
-fn evaluate_observed(
-    request: &AdmissionRequest,
-    object: &mut Option<Value>,
+fn evaluate_observed<'t>(
+    request: &AdmissionRequest<'t>,
+    object: &mut Option<Tree<'t>>,
     namespace: &NamespaceData,
     policies: &PolicySet,
     observer: &mut impl Observer,
@@ -200,17 +199,15 @@ fn evaluate_observed(
         return evaluation;
     };
     let facts = RequestFacts::of(request, operation, namespace);
-    let listed = policies.candidates(
-        facts.resource,
-        facts.subresource,
-        operation,
-        facts.namespace,
-    );
-    // Sized once: a large set has hundreds of candidates for a pod.
-    let mut candidates: Vec<&CompiledPolicy> =
-        Vec::with_capacity(listed.size_hint().1.unwrap_or_default());
-    candidates.extend(listed);
-    if candidates.is_empty() {
+    let mut listed = policies
+        .candidates(
+            facts.resource,
+            facts.subresource,
+            operation,
+            facts.namespace,
+        )
+        .peekable();
+    if listed.peek().is_none() {
         return evaluation;
     }
     let subject = match (object.as_mut(), &request.old_object) {
@@ -227,49 +224,72 @@ fn evaluate_observed(
         )
         .map_or(RequestFields::ALL, |reads| reads.request_fields);
     let shared = SharedBindings::new(request_fields);
-    let mut working = EditedObject {
-        subject,
-        journal: Journal::new(),
-    };
+    let mut working = EditedObject::new(subject);
     let mut audited = BTreeMap::new();
 
     // A policy that did not match may match what a later policy wrote, and one that
     // failed under `Ignore` (leaving no trace) may succeed on it. Like the apiserver's
     // reinvocation, such policies get another look, so one review reaches the state a
-    // second review would: `version` counts changes, `seen[i]` is the version policy i
+    // second review would: `version` counts changes, a candidate's `seen` is the version it
     // last looked at, and a policy that matched and did not fail is done. A policy kept
-    // out by a condition whose inputs nothing wrote (`blocked[i]`) stays out.
+    // out by a condition whose inputs nothing wrote (its `blocked`) stays out.
     //
     // A policy whose label selector the object fails at the start is blocked up front,
-    // as its first look would leave it (`blocked_by_labels`), and looked at only if
+    // as its first look would leave it (`LabelCheck`), and looked at only if
     // the labels change; a `podControllers` policy reads the template's labels instead.
-    let mut version = 0usize;
+    let mut version = working.version();
     let controller = pod_controllers::controller(facts.group, facts.resource, facts.subresource);
     let on_template = |policy: &CompiledPolicy| policy.pod_controllers && controller.is_some();
-    let mut blocked = matching::blocked_by_labels(&candidates, working.subject.view(), on_template);
-    let mut seen: Vec<Option<usize>> = blocked.iter().map(|b| b.map(|_| version)).collect();
-    for (policy, _) in candidates.iter().zip(&blocked).filter(|(_, b)| b.is_some()) {
-        observer.blocked_up_front(policy, &facts, working.subject.view());
+    let mut gate = matching::LabelCheck::new(working.subject.view());
+    // Sized once: a large set has hundreds of candidates for a pod.
+    let mut standings: Vec<Standing<'_>> =
+        Vec::with_capacity(listed.size_hint().1.unwrap_or_default());
+    standings.extend(listed.map(|policy| {
+        let blocked = if on_template(policy) {
+            None
+        } else {
+            gate.blocks(policy)
+        };
+        Standing {
+            policy,
+            seen: blocked.map(|_| version),
+            blocked,
+            done: false,
+        }
+    }));
+    for standing in standings
+        .iter()
+        .filter(|standing| standing.blocked.is_some())
+    {
+        observer.blocked_up_front(standing.policy, &facts, working.subject.view());
     }
-    let mut done = vec![false; candidates.len()];
+    // While the labels are as the request has them, a policy blocked up front stays
+    // blocked: a pass walks the others only (`Walk`), which with hundreds of policies
+    // for other applications is a fraction of the candidates.
+    let mut walk = Walk::new(&standings);
     let mut selector_changes = SelectorChanges::default();
     // One entry per policy that matched, in the order they first matched; a retried
     // policy's later result replaces its earlier one.
     let mut entries: Vec<Entry> = Vec::new();
     for _pass in 0..MAX_PASSES {
         let mut looked = false;
-        for (i, policy) in candidates.iter().enumerate() {
-            if done[i] || seen[i].is_some_and(|v| v == version) {
+        walk.restart();
+        while let Some(i) = walk.next(standings.len()) {
+            let Some(standing) = standings.get_mut(i) else {
+                break;
+            };
+            let policy = standing.policy;
+            if standing.done || standing.seen == Some(version) {
                 continue;
             }
-            if blocked[i].is_some_and(|blocker| {
-                !selector_changes.may_have_changed(blocker, &working.journal, version)
-            }) {
-                seen[i] = Some(version);
+            let since = standing.seen.replace(version);
+            if let Some(blocker) = standing.blocked
+                && let Some(since) = since
+                && !selector_changes.may_have_changed(blocker, (since, version), &working)
+            {
                 continue;
             }
             looked = true;
-            seen[i] = Some(version);
             observer.before(policy, working.subject.view());
             let outcome = match controller.filter(|_| policy.pod_controllers) {
                 Some(controller) => pod_template::run_on_template(
@@ -283,21 +303,25 @@ fn evaluate_observed(
                 None => run_policy(policy, &facts, request, &shared, &mut working),
             };
             observer.after(policy, &facts, &outcome, working.subject.view());
-            blocked[i] = None;
+            standing.blocked = None;
             let result = match outcome {
                 PolicyRun::NotForRequest => {
-                    done[i] = true;
+                    standing.done = true;
                     continue;
                 }
                 PolicyRun::NotMatched(blocker) => {
-                    blocked[i] = Some(blocker);
+                    standing.blocked = Some(blocker);
                     continue;
                 }
                 PolicyRun::Matched(result) => result,
             };
             let warning = match &result {
                 PolicyResult::Applied => {
-                    version += 1;
+                    working.keep_version();
+                    version = working.version();
+                    if Blocker::Labels.may_have_changed(working.at(0), working.subject.view()) {
+                        walk.everything_after(i);
+                    }
                     None
                 }
                 PolicyResult::Unchanged => None,
@@ -317,20 +341,20 @@ fn evaluate_observed(
                         message: format!("graft: policy {}: {reason}", policy.name),
                     };
                     record(&mut entries, i, result, None);
-                    report(&mut evaluation, &candidates, entries);
+                    report(&mut evaluation, &standings, entries);
                     // Denied: nothing of what the policies did stays.
                     working.rollback_all();
                     return evaluation;
                 }
             };
-            done[i] = !matches!(result, PolicyResult::Ignored { .. });
+            standing.done = !matches!(result, PolicyResult::Ignored { .. });
             record(&mut entries, i, result, warning);
         }
         if !looked {
             break;
         }
     }
-    report(&mut evaluation, &candidates, entries);
+    report(&mut evaluation, &standings, entries);
 
     let applied: Vec<&str> = evaluation.applied().collect();
     if !applied.is_empty() {
@@ -350,40 +374,111 @@ fn evaluate_observed(
     evaluation
 }
 
-/// Whether the labels or the annotations were written, asked once per change instead of
-/// once per blocked policy: with hundreds of candidates, most are blocked by a selector.
+/// The order a pass walks the candidates in: every candidate, or, while the labels are
+/// as the request has them, those not blocked up front by the label gate (which would
+/// only be found still blocked). Once the labels change, every candidate from then on.
+struct Walk {
+    /// The candidates not blocked up front, in order; `None` once every one is walked.
+    unblocked: Option<Vec<usize>>,
+    /// Where the walk is: an index into `unblocked`, or a candidate once every one is.
+    at: usize,
+}
+
+impl Walk {
+    fn new(standings: &[Standing<'_>]) -> Walk {
+        let unblocked = standings
+            .iter()
+            .enumerate()
+            .filter(|(_, standing)| standing.blocked.is_none())
+            .map(|(i, _)| i)
+            .collect();
+        Walk {
+            unblocked: Some(unblocked),
+            at: 0,
+        }
+    }
+
+    fn restart(&mut self) {
+        self.at = 0;
+    }
+
+    /// The next candidate to walk, of `count`.
+    fn next(&mut self, count: usize) -> Option<usize> {
+        let next = match &self.unblocked {
+            Some(unblocked) => *unblocked.get(self.at)?,
+            None => self.at,
+        };
+        self.at += 1;
+        (next < count).then_some(next)
+    }
+
+    /// From candidate `i` on, every candidate is walked, in this pass and the next.
+    fn everything_after(&mut self, i: usize) {
+        if self.unblocked.take().is_some() {
+            self.at = i + 1;
+        }
+    }
+}
+
+/// Where the evaluation stands with one candidate policy.
+#[derive(Clone, Copy)]
+struct Standing<'c> {
+    policy: &'c CompiledPolicy,
+    /// The version of the object it was last looked at (or found still blocked) at: what
+    /// kept it out is compared between that version and the object now.
+    seen: Option<usize>,
+    /// What kept it out then: it stays out while nothing that condition reads changes.
+    blocked: Option<Blocker<'c>>,
+    /// Matched (and did not fail), or not for the request: never looked at again.
+    done: bool,
+}
+
+/// Whether the labels or the annotations changed between a version and the object now,
+/// asked once per version instead of once per blocked policy: with hundreds of
+/// candidates, most are blocked by a selector, and most since the same version.
 #[derive(Default)]
 struct SelectorChanges {
-    version: usize,
-    labels: Option<bool>,
-    annotations: Option<bool>,
+    /// The version the object is at now.
+    now: usize,
+    /// Per version since: whether the labels, and the annotations, changed.
+    since: Vec<[Option<bool>; 2]>,
 }
 
 impl SelectorChanges {
+    /// Whether what `blocker` reads changed between the object's `versions` (since, now:
+    /// the object as it is).
+    #[inline]
     fn may_have_changed(
         &mut self,
         blocker: Blocker<'_>,
-        journal: &Journal,
-        version: usize,
+        (since, now): (usize, usize),
+        working: &EditedObject<'_, '_>,
     ) -> bool {
-        if self.version != version {
-            *self = SelectorChanges {
-                version,
-                ..SelectorChanges::default()
-            };
-        }
-        let slot = match blocker {
-            Blocker::Labels => &mut self.labels,
-            Blocker::Annotations => &mut self.annotations,
+        let changed = || blocker.may_have_changed(working.at(since), working.subject.view());
+        let kind = match blocker {
+            Blocker::Labels => 0,
+            Blocker::Annotations => 1,
             Blocker::Name
             | Blocker::Field(_)
             | Blocker::MatchCel
             | Blocker::Excluded
-            | Blocker::Template => {
-                return blocker.may_have_changed(journal);
-            }
+            | Blocker::Template => return changed(),
         };
-        *slot.get_or_insert_with(|| blocker.may_have_changed(journal))
+        if self.now != now {
+            self.now = now;
+            self.since.clear();
+        }
+        if self.since.len() <= since {
+            self.since.resize(since + 1, [None; 2]);
+        }
+        let Some(slot) = self
+            .since
+            .get_mut(since)
+            .and_then(|kinds| kinds.get_mut(kind))
+        else {
+            return changed();
+        };
+        *slot.get_or_insert_with(changed)
     }
 }
 
@@ -411,13 +506,13 @@ fn record(
     }
 }
 
-fn report(evaluation: &mut Evaluation, candidates: &[&CompiledPolicy], entries: Vec<Entry>) {
+fn report(evaluation: &mut Evaluation, candidates: &[Standing<'_>], entries: Vec<Entry>) {
     for entry in entries {
         if let Some(warning) = entry.warning {
             evaluation.warnings.push(truncate(warning));
         }
         evaluation.policies.push(PolicyReport {
-            policy: candidates[entry.candidate].name.clone(),
+            policy: candidates[entry.candidate].policy.name.clone(),
             result: entry.result,
         });
     }

@@ -8,17 +8,16 @@
 //! the stand-in gets `<controller name>-`, so `names: ["web-*"]` matches the pods of
 //! the Deployment `web`. What was added is taken off before the template goes back.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::PolicyResult;
-use super::journal::Journal;
 use super::matching::{Blocker, RequestFacts};
 use super::run::{EditedObject, PolicyRun, SharedBindings, Subject, run_policy};
-use crate::jsonpath::lookup::child;
 use crate::jsonpath::{self, Token};
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::k8s::pod_controllers::PodController;
 use crate::policy::CompiledPolicy;
+use crate::tree::{Map, Tree};
 
 /// Runs `policy` on the template of `controller` in the edited object. A controller
 /// object without a template is not the policy's.
@@ -26,50 +25,36 @@ pub fn run_on_template<'p>(
     policy: &'p CompiledPolicy,
     controller: &PodController,
     facts: &RequestFacts<'_>,
-    request: &AdmissionRequest,
+    request: &AdmissionRequest<'_>,
     shared: &SharedBindings,
-    working: &mut EditedObject<'_>,
+    working: &mut EditedObject<'_, '_>,
 ) -> PolicyRun<'p> {
-    let tokens: Vec<Token> = controller
-        .template
-        .iter()
-        .map(|key| Token::Key((*key).to_string()))
-        .collect();
     let pod_facts = facts.as_pod();
     let outcome = match &mut working.subject {
         Subject::ReadOnly(object) => {
-            let Some(pod) = stand_in_pod(controller, object) else {
+            let Some((pod, _)) = stand_in_of(controller, object) else {
                 return PolicyRun::NotForRequest;
             };
-            let mut inner = EditedObject {
-                subject: Subject::ReadOnly(&pod),
-                journal: Journal::new(),
-            };
+            let mut inner = EditedObject::new(Subject::ReadOnly(&pod));
             run_policy(policy, &pod_facts, request, shared, &mut inner)
         }
         Subject::Changeable(object) => {
-            let generate_name = controller_generate_name(object);
-            let Some(Value::Object(template)) = jsonpath::get_mut(object, &tokens) else {
+            let Some((mut pod, added)) = stand_in_of(controller, object) else {
                 return PolicyRun::NotForRequest;
             };
-            let (mut pod, added) = stand_in(std::mem::take(template), generate_name);
-            let mut inner = EditedObject {
-                subject: Subject::Changeable(&mut pod),
-                journal: Journal::new(),
-            };
+            let mut inner = EditedObject::new(Subject::Changeable(&mut pod));
             let outcome = run_policy(policy, &pod_facts, request, shared, &mut inner);
-            // Only an applied policy leaves a change: any other outcome has rolled its
-            // writes back, and the template goes back as it was.
+            // Only an applied policy leaves a change: the template stays as it is
+            // otherwise.
             if matches!(outcome, PolicyRun::Matched(PolicyResult::Applied)) {
-                let original = added.remove(inner.journal.original(&pod));
-                put_back(object, &tokens, original);
-                // The template's write, recorded while the original is in place, as
-                // every write must be, and kept like the policy's own.
-                working.journal.record(object, &tokens);
-                put_back(object, &tokens, added.remove(pod));
-                working.journal.commit();
-            } else {
-                put_back(object, &tokens, added.remove(pod));
+                let tokens: Vec<Token> = controller
+                    .template
+                    .iter()
+                    .map(|key| Token::Key((*key).to_string()))
+                    .collect();
+                if let Some(slot) = jsonpath::get_mut(object, &tokens) {
+                    *slot = added.remove(pod);
+                }
             }
             outcome
         }
@@ -90,23 +75,27 @@ pub fn run_on_template<'p>(
 
 /// The Pod a `podControllers` policy sees for `object`, a `controller` object: what
 /// [`run_on_template`] runs the policy on. `None` when it has no template.
-pub fn stand_in_pod(controller: &PodController, object: &Value) -> Option<Value> {
+pub fn stand_in_pod<'t>(controller: &PodController, object: &Tree<'t>) -> Option<Tree<'t>> {
+    stand_in_of(controller, object).map(|(pod, _)| pod)
+}
+
+/// The stand-in Pod for the template of `object`, and what was added to make it one.
+fn stand_in_of<'t>(controller: &PodController, object: &Tree<'t>) -> Option<(Tree<'t>, Added)> {
     let mut template = object;
     for key in controller.template {
-        template = child(template, key)?;
+        template = template.get(key)?;
     }
-    let Value::Object(template) = template else {
-        return None;
-    };
-    Some(stand_in(template.clone(), controller_generate_name(object)).0)
+    let template = template.as_map()?;
+    Some(stand_in(template, controller_generate_name(object)))
 }
 
 /// `<name>-` of the controller object, or its own generateName.
-fn controller_generate_name(object: &Value) -> Option<String> {
-    let metadata = child(object, "metadata")?;
+fn controller_generate_name(object: &Tree<'_>) -> Option<String> {
+    let metadata = object.get("metadata")?;
     let text = |key: &str| {
-        child(metadata, key)
-            .and_then(Value::as_str)
+        metadata
+            .get(key)
+            .and_then(Tree::as_str)
             .filter(|s| !s.is_empty())
     };
     text("name")
@@ -124,56 +113,55 @@ struct Added {
 impl Added {
     /// The template again: the Pod's `apiVersion` and `kind` and what else was added
     /// are taken off (a `metadata` that was added stays when the policy wrote into it).
-    fn remove(self, pod: Value) -> Value {
-        let Value::Object(mut map) = pod else {
+    fn remove(self, mut pod: Tree<'_>) -> Tree<'_> {
+        let Some(map) = pod.map_mut() else {
             return pod;
         };
-        map.shift_remove("apiVersion");
-        map.shift_remove("kind");
-        if let Some(Value::Object(metadata)) = map.get_mut("metadata") {
+        map.remove("apiVersion");
+        map.remove("kind");
+        let mut metadata_empty = false;
+        if let Some(metadata) = map.get_mut("metadata").and_then(Tree::map_mut) {
             if self.generate_name {
-                metadata.shift_remove("generateName");
+                metadata.remove("generateName");
             }
-            if self.metadata && metadata.is_empty() {
-                map.shift_remove("metadata");
-            }
+            metadata_empty = metadata.is_empty();
         }
-        Value::Object(map)
+        if self.metadata && metadata_empty {
+            map.remove("metadata");
+        }
+        pod
     }
 }
 
 /// The template as a Pod, and what was added to make it one.
-fn stand_in(template: Map<String, Value>, generate_name: Option<String>) -> (Value, Added) {
-    let mut pod = Map::new();
-    pod.insert("apiVersion".into(), "v1".into());
-    pod.insert("kind".into(), "Pod".into());
+fn stand_in<'t>(template: &Map<'t>, generate_name: Option<String>) -> (Tree<'t>, Added) {
+    let mut pod = Map::with_capacity(template.len() + 2);
+    pod.insert("apiVersion", Tree::from("v1"));
+    pod.insert("kind", Tree::from("Pod"));
     let mut added = Added {
         metadata: !template.contains_key("metadata"),
         generate_name: false,
     };
-    pod.extend(template);
-    let metadata = pod
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let (Value::Object(metadata), Some(generate_name)) = (metadata, generate_name)
-        && !metadata.contains_key("name")
-        && !metadata.contains_key("generateName")
-    {
-        metadata.insert("generateName".into(), generate_name.into());
-        added.generate_name = true;
+    for (key, value) in template.entries() {
+        pod.insert(key.clone(), value.clone());
     }
-    if !added.generate_name && added.metadata {
+    if let Some(generate_name) = generate_name {
+        let metadata = template.get("metadata").and_then(Tree::as_map);
+        let named =
+            metadata.is_some_and(|m| m.contains_key("name") || m.contains_key("generateName"));
+        let is_map = added.metadata || metadata.is_some();
+        if !named && is_map {
+            let mut metadata = metadata.cloned().unwrap_or_default();
+            metadata.insert("generateName", Tree::from(generate_name));
+            pod.insert("metadata", Tree::from(metadata));
+            added.generate_name = true;
+        }
+    }
+    if !added.generate_name {
         // Nothing to say in it: the Pod's metadata stays absent, as the template's was.
-        pod.shift_remove("metadata");
         added.metadata = false;
     }
-    (Value::Object(pod), added)
-}
-
-fn put_back(object: &mut Value, tokens: &[Token], template: Value) {
-    if let Some(slot) = jsonpath::get_mut(object, tokens) {
-        *slot = template;
-    }
+    (Tree::from(pod), added)
 }
 
 /// The stand-in's patch, as operations on the controller object.

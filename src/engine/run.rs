@@ -6,7 +6,6 @@ use std::fmt;
 use serde_json::{Map, Value, json};
 
 use super::edit::{Editor, MergeOptions};
-use super::journal::Journal;
 use super::matching::{
     Block, Blocker, ConditionError, RequestFacts, exclude_holds, namespace_selector_holds,
     object_blocker, request_matches,
@@ -18,6 +17,7 @@ use crate::policy::compiled::{
     CompiledMutation, CompiledPolicy, Foreach, MutationKind, ValueSource,
 };
 use crate::policy::model::{FailurePolicy, Mode};
+use crate::tree::{self, Tree};
 
 use super::PolicyResult;
 
@@ -56,7 +56,7 @@ fn failure(field: impl Into<String>, reason: impl ToString) -> Failure {
 
 /// The `request` variable CEL expressions see, with the fields in `fields`: those the
 /// review's candidate policies can read (`expr::request_fields`).
-pub fn request_binding(request: &AdmissionRequest, fields: RequestFields) -> Value {
+pub fn request_binding(request: &AdmissionRequest<'_>, fields: RequestFields) -> Value {
     let mut binding = Map::new();
     for field in request_fields::FIELDS {
         if fields.includes(field) {
@@ -67,7 +67,7 @@ pub fn request_binding(request: &AdmissionRequest, fields: RequestFields) -> Val
 }
 
 /// One field of the `request` binding.
-fn request_field(request: &AdmissionRequest, field: &str) -> Value {
+fn request_field(request: &AdmissionRequest<'_>, field: &str) -> Value {
     let text = |value: &Option<String>| Value::String(value.clone().unwrap_or_default());
     match field {
         "uid" => Value::String(request.uid.clone()),
@@ -89,9 +89,9 @@ fn request_field(request: &AdmissionRequest, field: &str) -> Value {
 pub struct SharedBindings {
     /// The fields of `request` the review's candidates can read.
     request_fields: RequestFields,
-    request: OnceCell<Value>,
+    request: OnceCell<Tree<'static>>,
     /// `None` for a cluster-scoped request (CEL `null`).
-    namespace_object: OnceCell<Option<Value>>,
+    namespace_object: OnceCell<Option<Tree<'static>>>,
 }
 
 impl SharedBindings {
@@ -104,20 +104,22 @@ impl SharedBindings {
         }
     }
 
-    fn request(&self, request: &AdmissionRequest) -> &Value {
+    fn request(&self, request: &AdmissionRequest<'_>) -> &Tree<'static> {
         self.request
-            .get_or_init(|| request_binding(request, self.request_fields))
+            .get_or_init(|| Tree::from(request_binding(request, self.request_fields)))
     }
 
     /// `namespaceObject`, or why the namespace's data is missing.
-    fn namespace_object(&self, facts: &RequestFacts<'_>) -> Result<Option<&Value>, String> {
+    fn namespace_object(&self, facts: &RequestFacts<'_>) -> Result<Option<&Tree<'static>>, String> {
         if let Some(built) = self.namespace_object.get() {
             return Ok(built.as_ref());
         }
         let built = if facts.namespace.is_empty() {
             None
         } else {
-            Some(facts.namespace_data.known(facts.namespace)?.to_object())
+            Some(Tree::from(
+                facts.namespace_data.known(facts.namespace)?.to_object(),
+            ))
         };
         Ok(self.namespace_object.get_or_init(|| built).as_ref())
     }
@@ -140,22 +142,22 @@ struct Target {
     /// Where its paths start: the root, or a `foreach` element.
     base: Vec<Token>,
     /// The rendered value, for the kinds that take one.
-    value: Option<Value>,
+    value: Option<Tree<'static>>,
 }
 
 /// What a request's policies see as `object`. DELETE carries only `oldObject`:
 /// policies match on it and read it, and cannot change it. This type is where the
 /// engine tells the two apart; `run_policy` stops before writing for a read-only one.
-pub enum Subject<'a> {
-    /// The request's object, changed in place.
-    Changeable(&'a mut Value),
+pub enum Subject<'a, 't> {
+    /// The request's object, changed by replacing its root.
+    Changeable(&'a mut Tree<'t>),
     /// At DELETE, the old object.
-    ReadOnly(&'a Value),
+    ReadOnly(&'a Tree<'t>),
 }
 
-impl Subject<'_> {
+impl<'t> Subject<'_, 't> {
     /// The object as it is now.
-    pub fn view(&self) -> &Value {
+    pub fn view(&self) -> &Tree<'t> {
         match self {
             Subject::Changeable(object) => object,
             Subject::ReadOnly(object) => object,
@@ -163,35 +165,63 @@ impl Subject<'_> {
     }
 }
 
-/// The object under evaluation and the journal of its changes.
-pub struct EditedObject<'a> {
-    pub subject: Subject<'a>,
-    pub journal: Journal,
+/// The object under evaluation, and its root at each version: as the request has it,
+/// then after each policy that changed it. An edit copies only the path to what it
+/// changes, so a kept root holds that version of the object at the cost of a reference
+/// count, and every subtree no policy wrote is shared by all of them.
+pub struct EditedObject<'a, 't> {
+    pub subject: Subject<'a, 't>,
+    /// Never empty: the request's root comes first.
+    versions: Vec<Tree<'t>>,
 }
 
-impl EditedObject<'_> {
+impl<'a, 't> EditedObject<'a, 't> {
+    pub fn new(subject: Subject<'a, 't>) -> Self {
+        let versions = vec![subject.view().clone()];
+        EditedObject { subject, versions }
+    }
+
+    /// The number of kept versions after the request's.
+    pub fn version(&self) -> usize {
+        self.versions.len() - 1
+    }
+
+    /// The object at `version` (the object as it is now, past the last kept one).
+    pub fn at(&self, version: usize) -> &Tree<'t> {
+        self.versions
+            .get(version)
+            .unwrap_or_else(|| self.subject.view())
+    }
+
+    /// Keeps the object as it is now as the next version.
+    pub fn keep_version(&mut self) {
+        let now = self.subject.view().clone();
+        self.versions.push(now);
+    }
+
     /// Undoes every write the policies made, for a denied request.
     pub fn rollback_all(&mut self) {
+        let original = self.at(0).clone();
         if let Subject::Changeable(object) = &mut self.subject {
-            self.journal.rollback_all(object);
+            **object = original;
         }
     }
 
     /// The patch from the request's object to the object as the policies left it.
     pub fn patch(&self) -> json_patch::Patch {
-        self.journal.patch(self.subject.view())
+        tree::diff(self.at(0), self.subject.view())
     }
 }
 
 /// Matches, evaluates and applies one policy. The edited object is left as it was when
-/// the policy fails or only audits; otherwise its writes are committed to the journal.
+/// the policy fails or only audits; otherwise the object keeps its new root.
 /// A failure is `Failed` or `Ignored` by the policy's `failurePolicy`.
 pub fn run_policy<'p>(
     policy: &'p CompiledPolicy,
     facts: &RequestFacts<'_>,
-    request: &AdmissionRequest,
+    request: &AdmissionRequest<'_>,
     shared: &SharedBindings,
-    working: &mut EditedObject<'_>,
+    working: &mut EditedObject<'_, '_>,
 ) -> PolicyRun<'p> {
     match look(policy, facts, request, shared, working) {
         Ok(run) => run,
@@ -209,12 +239,12 @@ pub fn run_policy<'p>(
 fn look<'p>(
     policy: &'p CompiledPolicy,
     facts: &RequestFacts<'_>,
-    request: &AdmissionRequest,
+    request: &AdmissionRequest<'_>,
     shared: &SharedBindings,
-    working: &mut EditedObject<'_>,
+    working: &mut EditedObject<'_, '_>,
 ) -> Result<PolicyRun<'p>, Failure> {
-    let EditedObject { subject, journal } = working;
-    let view: &Value = subject.view();
+    let subject = &mut working.subject;
+    let view = subject.view();
     if !request_matches(&policy.matcher, facts) {
         return Ok(PolicyRun::NotForRequest);
     }
@@ -288,35 +318,34 @@ fn look<'p>(
         return Ok(PolicyRun::Matched(PolicyResult::Unchanged));
     };
 
-    // Phase 2: apply, every write recorded in the journal, which undoes them when the
-    // policy fails or only audits.
-    let applied = apply(&mut Editor::new(object, journal), plan);
+    // Phase 2: apply. Keeping the root the policy started from is what undoes its
+    // writes when it fails or only audits.
+    let before = object.clone();
+    let applied = apply(&mut Editor::new(object), plan);
     if let Err(error) = applied {
-        journal.rollback(object);
+        **object = before;
         return Err(error);
     }
-    if changes_protected(journal, object) {
-        journal.rollback(object);
+    if protected_values(&before) != protected_values(object) {
+        **object = before;
         return Err(failure(
             "spec.mutations",
             "policies may not change metadata.name, metadata.namespace or metadata.uid",
         ));
     }
     if policy.mode == Mode::Audit {
-        let patch = journal.open_patch(object);
-        journal.rollback(object);
+        let patch = tree::diff(&before, object);
+        **object = before;
         return Ok(PolicyRun::Matched(if patch.0.is_empty() {
             PolicyResult::Unchanged
         } else {
             PolicyResult::Audited { patch }
         }));
     }
-    let changed = journal.changed(object);
-    journal.commit();
-    Ok(PolicyRun::Matched(if changed {
-        PolicyResult::Applied
-    } else {
+    Ok(PolicyRun::Matched(if before == **object {
         PolicyResult::Unchanged
+    } else {
+        PolicyResult::Applied
     }))
 }
 
@@ -325,7 +354,7 @@ fn look<'p>(
 /// policy does not apply.
 fn plan_policy<'p>(
     policy: &'p CompiledPolicy,
-    object: &Value,
+    object: &Tree<'_>,
     excluded_declaratively: bool,
     mut scope: Option<&mut Scope<'_>>,
 ) -> Result<Result<Vec<Planned<'p>>, Blocker<'p>>, Failure> {
@@ -385,7 +414,7 @@ fn plan_policy<'p>(
 fn plan_foreach<'p>(
     mutation: &'p CompiledMutation,
     foreach: &'p Foreach,
-    object: &Value,
+    object: &Tree<'_>,
     mut scope: Option<&mut Scope<'_>>,
 ) -> Result<Planned<'p>, Failure> {
     let locations = foreach
@@ -397,7 +426,7 @@ fn plan_foreach<'p>(
     // Converting each element costs: only when the mutation's CEL reads it.
     let binds_element = reads_element(mutation);
     for (position, location) in locations.iter().enumerate() {
-        let element = jsonpath::get(object, location).unwrap_or(&Value::Null);
+        let element = jsonpath::get(object, location).unwrap_or(&Tree::Null);
         // An element's index is its position in its list; a value of a map has none,
         // and gets its position in the selection.
         let index = match location.last() {
@@ -476,11 +505,9 @@ fn plan_target(
         Some(ValueSource::Template(template)) => {
             let scope =
                 scope.ok_or_else(|| failure(&mutation.field, "template needs a CEL scope"))?;
-            Some(
-                template
-                    .render(scope)
-                    .map_err(|e| failure(format!("{}.value{element}", mutation.field), e))?,
-            )
+            Some(Tree::from(template.render(scope).map_err(|e| {
+                failure(format!("{}.value{element}", mutation.field), e)
+            })?))
         }
         None => None,
     };
@@ -498,7 +525,7 @@ fn condition_holds(
         .map_err(|e| failure(field, e))
 }
 
-fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure> {
+fn apply(editor: &mut Editor<'_, '_>, plan: Vec<Planned<'_>>) -> Result<(), Failure> {
     for planned in plan {
         if let Some((foreach, selected)) = &planned.foreach {
             check_elements(editor.object(), foreach, selected)?;
@@ -514,7 +541,7 @@ fn apply(editor: &mut Editor<'_>, plan: Vec<Planned<'_>>) -> Result<(), Failure>
 /// mutation of the same policy that added or removed some would send the writes to
 /// the wrong element.
 fn check_elements(
-    object: &Value,
+    object: &Tree<'_>,
     foreach: &Foreach,
     selected: &[Vec<Token>],
 ) -> Result<(), Failure> {
@@ -540,7 +567,7 @@ fn check_elements(
 
 /// The locations `path` selects for writing below `base`, as absolute locations.
 fn below(
-    object: &Value,
+    object: &Tree<'_>,
     base: &[Token],
     path: &jsonpath::JsonPath,
     write: bool,
@@ -562,12 +589,12 @@ fn below(
 /// Writes `value` at each location `skip` does not turn down (asked just before the
 /// write), a copy while more locations follow and the value itself at the last: most
 /// mutations have one location.
-fn write_each<T: Clone>(
-    editor: &mut Editor<'_>,
+fn write_each<'e, 't, T: Clone>(
+    editor: &mut Editor<'e, 't>,
     locations: Vec<Vec<Token>>,
     value: T,
-    skip: impl Fn(&Editor<'_>, &[Token]) -> bool,
-    mut write: impl FnMut(&mut Editor<'_>, &[Token], T) -> Result<(), Failure>,
+    skip: impl Fn(&Editor<'e, 't>, &[Token]) -> bool,
+    mut write: impl FnMut(&mut Editor<'e, 't>, &[Token], T) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
     let mut value = Some(value);
     let mut locations = locations.into_iter().peekable();
@@ -587,7 +614,7 @@ fn write_each<T: Clone>(
 }
 
 fn apply_target(
-    editor: &mut Editor<'_>,
+    editor: &mut Editor<'_, '_>,
     (field, kind): (&str, &MutationKind),
     target: Target,
 ) -> Result<(), Failure> {
@@ -601,7 +628,7 @@ fn apply_target(
         ) => {
             let locations = below(editor.object(), &base, path, true)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
-            let present = |editor: &Editor<'_>, at: &[Token]| {
+            let present = |editor: &Editor<'_, '_>, at: &[Token]| {
                 *if_absent && jsonpath::get(editor.object(), at).is_some_and(|v| !v.is_null())
             };
             write_each(editor, locations, value, present, |editor, at, value| {
@@ -641,12 +668,16 @@ fn apply_target(
             )?;
         }
         (MutationKind::Append { path, position, .. }, Some(value)) => {
-            let Value::Array(items) = value else {
+            let Some(items) = value.as_list() else {
                 return Err(failure(
                     format!("{field}.value"),
-                    format!("append takes a list of the items to add, and the value is {value}"),
+                    format!(
+                        "append takes a list of the items to add, and the value is {}",
+                        value.to_value()
+                    ),
                 ));
             };
+            let items = items.clone();
             let locations = below(editor.object(), &base, path, true)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
             write_each(
@@ -683,18 +714,11 @@ fn apply_target(
 /// The fields of `metadata` no policy may change.
 const PROTECTED: [&str; 3] = ["name", "namespace", "uid"];
 
-/// Whether the running policy's writes changed a protected field. Only a field its
-/// journal records reach can have changed, and the journal holds what was there.
-fn changes_protected(journal: &Journal, object: &Value) -> bool {
-    let reached = PROTECTED
-        .iter()
-        .any(|key| journal.open_intersects(["metadata", key]));
-    reached && protected_values(&journal.found(object)) != protected_values(object)
-}
-
-fn protected_values(object: &Value) -> [Option<&Value>; 3] {
-    let metadata = crate::jsonpath::lookup::child(object, "metadata");
-    PROTECTED.map(|key| metadata.and_then(|m| crate::jsonpath::lookup::child(m, key)))
+/// The protected fields, to compare before and after a policy's writes: a policy that
+/// wrote none of them left them shared, and the comparison is three pointer checks.
+fn protected_values<'a, 't>(object: &'a Tree<'t>) -> [Option<&'a Tree<'t>>; 3] {
+    let metadata = object.get("metadata");
+    PROTECTED.map(|key| metadata.and_then(|m| m.get(key)))
 }
 
 /// `spec.mutations[0].set` -> `spec.mutations[0].when`.
@@ -709,8 +733,8 @@ mod tests {
 
     use super::*;
 
-    fn request() -> AdmissionRequest {
-        serde_json::from_value(json!({
+    fn request() -> AdmissionRequest<'static> {
+        let text = json!({
             "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
             "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
             "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
@@ -721,8 +745,11 @@ mod tests {
             "userInfo": {"username": "admin", "uid": "0", "groups": ["system:masters"],
                          "extra": {"scopes": ["a", "b"]}},
             "dryRun": true
-        }))
-        .unwrap()
+        })
+        .to_string();
+        serde_json::from_str::<AdmissionRequest<'_>>(&text)
+            .unwrap()
+            .into_owned()
     }
 
     /// Every field, in order, as serde writes the request.

@@ -26,7 +26,6 @@ pub mod limits;
 pub mod lint;
 mod lists;
 mod net;
-pub mod object_parts;
 mod quantities;
 pub mod request_fields;
 pub mod template;
@@ -45,9 +44,10 @@ use cel::context::VariableResolver;
 use cel::{Context, Env, Program};
 use serde_json::Value;
 
+use crate::tree::Tree;
+
 pub use check::{CheckError, Declarations};
 pub use convert::MAX_DEPTH;
-pub use object_parts::ObjectParts;
 pub use request_fields::RequestFields;
 
 /// Why an expression could not be compiled or evaluated.
@@ -77,8 +77,6 @@ pub struct Needs {
     pub variables: bool,
     /// `element` or `index`: bound only under a mutation's `foreach`.
     pub element: bool,
-    /// Which parts of `object` are read, when `object` is.
-    pub object_parts: ObjectParts,
     /// Which fields of `request` are read, when `request` is.
     pub request_fields: RequestFields,
 }
@@ -93,7 +91,6 @@ impl Needs {
             params: self.params || other.params,
             variables: self.variables || other.variables,
             element: self.element || other.element,
-            object_parts: self.object_parts.union(other.object_parts),
             request_fields: self.request_fields.union(other.request_fields),
         }
     }
@@ -103,11 +100,6 @@ impl Needs {
         let object = references.has_variable("object");
         Needs {
             object,
-            object_parts: if object {
-                object_parts::analyse(program.expression())
-            } else {
-                ObjectParts::default()
-            },
             old_object: references.has_variable("oldObject"),
             namespace_object: references.has_variable("namespaceObject"),
             request: references.has_variable("request"),
@@ -234,12 +226,12 @@ impl Expression {
 /// The JSON values an evaluation sees.
 #[derive(Debug, Clone, Copy)]
 pub struct Bindings<'a> {
-    pub object: &'a Value,
-    pub old_object: Option<&'a Value>,
+    pub object: &'a Tree<'a>,
+    pub old_object: Option<&'a Tree<'a>>,
     /// `None` (CEL `null`) for a cluster-scoped request.
-    pub namespace_object: Option<&'a Value>,
-    pub request: &'a Value,
-    pub params: &'a Value,
+    pub namespace_object: Option<&'a Tree<'a>>,
+    pub request: &'a Tree<'a>,
+    pub params: &'a Tree<'a>,
 }
 
 /// `element` and `index`, converted once per element.
@@ -306,10 +298,10 @@ impl<'a> Scope<'a> {
     }
 
     /// Binds `element` and `index` for the evaluations that follow, or unbinds them.
-    pub fn set_element(&mut self, element: Option<(&Value, i64)>) {
+    pub fn set_element(&mut self, element: Option<(&Tree<'_>, i64)>) {
         self.vars.element = element.map(|(value, index)| {
             let index: Box<dyn Val + 'static> = Box::new(cel::common::types::CelInt::from(index));
-            convert::json_to_owned_val(value).map(|value| (value, index))
+            convert::json_to_owned_val(&value.to_value()).map(|value| (value, index))
         });
     }
 
@@ -362,7 +354,7 @@ impl<'a> Vars<'a> {
     fn lookup<'b, 'p>(
         &'b self,
         cell: &'b Lazy<'a>,
-        json: Option<&'a Value>,
+        json: Option<&'a Tree<'a>>,
         fields: impl Iterator<Item = &'p str>,
     ) -> Option<CowVal<'b, 'b>> {
         let root = cell.get_or_init(|| match json {
@@ -397,13 +389,14 @@ fn fold_params(
     params: &Value,
     env: &Arc<Env>,
 ) -> (cel::IdedExpr, fold::Folded) {
-    let nothing = Value::Null;
+    let nothing = Tree::Null;
+    let params = Tree::from(params);
     let scope = Scope::new(Bindings {
         object: &nothing,
         old_object: None,
         namespace_object: None,
         request: &nothing,
-        params,
+        params: &params,
     });
     let unfolded = fold::Folded::default();
     let resolver = Resolver {
@@ -471,7 +464,7 @@ impl Vars<'_> {
 /// function libraries, which need no object.
 #[cfg(test)]
 pub(crate) fn evaluate_unbound(source: &str) -> Result<Value, ExprError> {
-    let empty = Value::Object(serde_json::Map::new());
+    let empty = Tree::from(crate::tree::Map::new());
     let bindings = Bindings {
         object: &empty,
         old_object: None,

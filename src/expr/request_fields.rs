@@ -8,9 +8,7 @@
 //! indexed with a computed key, counts as reading every field.
 
 use cel::IdedExpr;
-use cel::common::ast::Expr;
-
-use super::object_parts::{field_access, push_children};
+use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 
 /// The fields of `request`, in the order the binding lists them.
 pub const FIELDS: [&str; 9] = [
@@ -76,6 +74,69 @@ pub fn analyse(root: &IdedExpr) -> RequestFields {
 
 fn is_request(node: &IdedExpr) -> bool {
     matches!(&node.expr, Expr::Ident(name) if name == "request")
+}
+
+/// `operand.field`, `operand.?field`, `operand['field']` or `operand[?'field']`, with the
+/// sub-expressions that still need a look (none here: the field is a literal).
+fn field_access(node: &IdedExpr) -> Option<(&IdedExpr, &str, Vec<&IdedExpr>)> {
+    match &node.expr {
+        Expr::Select(select) => Some((&select.operand, select.field.as_str(), Vec::new())),
+        Expr::Call(call)
+            if call.target.is_none()
+                && call.args.len() == 2
+                && [
+                    operators::OPT_SELECT,
+                    operators::INDEX,
+                    operators::OPT_INDEX,
+                ]
+                .contains(&call.func_name.as_str()) =>
+        {
+            match &call.args[1].expr {
+                Expr::Literal(LiteralValue::String(field)) => {
+                    Some((&call.args[0], field.inner(), Vec::new()))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn push_children<'a>(stack: &mut Vec<&'a IdedExpr>, node: &'a IdedExpr) {
+    match &node.expr {
+        Expr::Comprehension(c) => {
+            stack.extend([
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ]);
+        }
+        Expr::Call(call) => {
+            if let Some(target) = &call.target {
+                stack.push(target);
+            }
+            stack.extend(call.args.iter());
+        }
+        Expr::List(list) => stack.extend(list.elements.iter()),
+        Expr::Map(map) => push_entries(stack, &map.entries),
+        Expr::Struct(s) => push_entries(stack, &s.entries),
+        Expr::Select(select) => stack.push(&select.operand),
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+    }
+}
+
+fn push_entries<'a>(stack: &mut Vec<&'a IdedExpr>, entries: &'a [cel::common::ast::IdedEntryExpr]) {
+    for entry in entries {
+        match &entry.expr {
+            EntryExpr::MapEntry(e) => {
+                stack.push(&e.key);
+                stack.push(&e.value);
+            }
+            EntryExpr::StructField(f) => stack.push(&f.value),
+        }
+    }
 }
 
 #[cfg(test)]

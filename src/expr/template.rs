@@ -94,38 +94,6 @@ impl Template {
         found
     }
 
-    /// Whether the rendered value may hold something at the object keys `keys` (all of
-    /// it, for no keys): false only where a map with known keys lacks the next key.
-    pub fn may_hold(&self, keys: &[&str]) -> bool {
-        let mut node = &self.root;
-        for (depth, key) in keys.iter().enumerate() {
-            node = match node {
-                Node::Object(entries) => match entries.iter().find(|(name, _)| name == key) {
-                    Some((_, inner)) => inner,
-                    None => return false,
-                },
-                Node::Static(Value::Object(map)) => {
-                    return map.get(*key).is_some_and(|inner| {
-                        let mut value = inner;
-                        for deeper in &keys[depth + 1..] {
-                            match value {
-                                Value::Object(map) => match map.get(*deeper) {
-                                    Some(next) => value = next,
-                                    None => return false,
-                                },
-                                _ => return true,
-                            }
-                        }
-                        true
-                    });
-                }
-                // A computed value, a list or a scalar: it may be anything there.
-                _ => return true,
-            };
-        }
-        true
-    }
-
     pub fn render(&self, scope: &Scope<'_>) -> Result<Value, ExprError> {
         render_node(&self.root, scope)
     }

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use super::template::Template;
 use super::{Bindings, Declarations, ExprError, Expression, Needs, Scope};
+use crate::tree::Tree;
 
 /// What the tests' policy declares: the keys of [`params`] (and `y`, `b`), and the
 /// variables the tests set.
@@ -68,7 +69,7 @@ fn params() -> Value {
 }
 
 /// The bindings of a request with no old object and no namespace object.
-fn bindings<'a>(object: &'a Value, request: &'a Value, params: &'a Value) -> Bindings<'a> {
+fn bindings<'a>(object: &'a Tree<'a>, request: &'a Tree<'a>, params: &'a Tree<'a>) -> Bindings<'a> {
     Bindings {
         object,
         old_object: None,
@@ -80,9 +81,13 @@ fn bindings<'a>(object: &'a Value, request: &'a Value, params: &'a Value) -> Bin
 
 /// Evaluates `source` against `object` with the default request and params.
 fn eval_on(object: &Value, source: &str) -> Result<Value, ExprError> {
-    let (request, params) = (request(), params());
+    let (object, request, params) = (
+        Tree::from(object),
+        Tree::from(request()),
+        Tree::from(params()),
+    );
     let expression = compile(source)?;
-    Scope::new(bindings(object, &request, &params)).evaluate(&expression)
+    Scope::new(bindings(&object, &request, &params)).evaluate(&expression)
 }
 
 fn eval(source: &str) -> Result<Value, ExprError> {
@@ -101,7 +106,11 @@ fn check_err(source: &str, needle: &str) {
 }
 
 fn render(template: Value) -> Result<Value, ExprError> {
-    let (object, request, params) = (pod(), request(), params());
+    let (object, request, params) = (
+        Tree::from(pod()),
+        Tree::from(request()),
+        Tree::from(params()),
+    );
     let template = Template::compile(&template, &declarations()).map_err(|e| e.error)?;
     let bindings = bindings(&object, &request, &params);
     let mut scope = Scope::new(bindings);
@@ -125,7 +134,6 @@ fn needs_follow_references() {
         Ok(Needs {
             object: true,
             request: true,
-            object_parts: crate::expr::ObjectParts::metadata("name"),
             request_fields: crate::expr::RequestFields::of("namespace"),
             ..Needs::default()
         })
@@ -208,7 +216,11 @@ fn strings_extension_is_available() {
 
 #[test]
 fn evaluate_bool_rejects_other_types() {
-    let (object, request, params) = (pod(), request(), params());
+    let (object, request, params) = (
+        Tree::from(pod()),
+        Tree::from(request()),
+        Tree::from(params()),
+    );
     let scope = Scope::new(bindings(&object, &request, &params));
     let truth = compile("request.operation == 'CREATE'").unwrap();
     assert_eq!(scope.evaluate_bool(&truth), Ok(true));
@@ -221,8 +233,12 @@ fn evaluate_bool_rejects_other_types() {
 
 #[test]
 fn old_object_is_null_when_absent_and_variables_accumulate() {
-    let (object, request, params) = (pod(), request(), params());
-    let old = json!({"metadata": {"name": "old"}});
+    let (object, request, params) = (
+        Tree::from(pod()),
+        Tree::from(request()),
+        Tree::from(params()),
+    );
+    let old = Tree::from(json!({"metadata": {"name": "old"}}));
     let mut scope = Scope::new(bindings(&object, &request, &params));
     let expr = |s: &str| compile(s).unwrap();
     assert_eq!(scope.evaluate(&expr("oldObject == null")), Ok(json!(true)));
@@ -312,7 +328,11 @@ fn example_typed_map_template() {
 
 #[test]
 fn example_scale_quantity() {
-    let (object, request, params) = (pod(), request(), params());
+    let (object, request, params) = (
+        Tree::from(pod()),
+        Tree::from(request()),
+        Tree::from(params()),
+    );
     let mut scope = Scope::new(bindings(&object, &request, &params));
     let expr =
         compile("scaleQuantity(object.status.capacity.cpu, variables.cpuRatio, 'm')").unwrap();
@@ -465,8 +485,6 @@ fn template_needs_are_the_union() {
         Needs {
             object: true,
             params: true,
-            // `a` is no field graft tracks one by one: the whole object is converted.
-            object_parts: crate::expr::ObjectParts::ALL,
             ..Needs::default()
         }
     );

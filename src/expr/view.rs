@@ -21,28 +21,32 @@
 //! (`podOrdinal`, `annotationJSON`) read the object they are given.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
+use crate::tree::{Map, Tree};
 use cel::ExecutionError;
 use cel::common::traits::{Adder, Container, Indexer, Iterable, Sizer, Zeroer};
 use cel::common::types::{
     CelBool, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, LIST_TYPE, MAP_TYPE, Type,
 };
 use cel::common::value::{Builtin, BuiltinRef, CowVal, Val};
-use serde_json::{Map, Value};
 
 use super::convert;
 
 /// `value` as a CEL value: a view for a map or a list, the converted scalar otherwise.
 /// Strings are borrowed from `value`.
-pub fn view<'a>(value: &'a Value) -> Box<dyn Val + 'a> {
+pub fn view<'a>(value: &'a Tree<'a>) -> Box<dyn Val + 'a> {
     match value {
-        Value::Object(fields) => Box::new(MapView::new(fields)),
-        Value::Array(items) => Box::new(ListView::new(items)),
-        Value::Null => Box::new(CelNull),
-        Value::Bool(b) => Box::new(CelBool::from(*b)),
-        Value::Number(n) => convert::number_to_val(n),
-        Value::String(s) => Box::new(CelString::from(s.as_str())),
+        Tree::Map(_) => Box::new(MapView::new(value)),
+        Tree::List(_) => Box::new(ListView::new(value)),
+        // A text node stays text until something looks inside: a map's level holds a
+        // view of each value, and most levels are converted to read one of them.
+        Tree::Text(text) if text.as_str().starts_with('{') => Box::new(MapView::new(value)),
+        Tree::Text(_) => Box::new(ListView::new(value)),
+        Tree::Null => Box::new(CelNull),
+        Tree::Bool(b) => Box::new(CelBool::from(*b)),
+        Tree::Number(n) => convert::number_to_val(n),
+        Tree::String(s) => Box::new(CelString::from(&**s)),
     }
 }
 
@@ -57,10 +61,12 @@ pub enum Node<'a> {
 
 impl<'a> Node<'a> {
     /// `value` as a node: a view for a map or a list.
-    pub fn of(value: &'a Value) -> Node<'a> {
+    pub fn of(value: &'a Tree<'a>) -> Node<'a> {
         match value {
-            Value::Object(fields) => Node::Map(MapView::new(fields)),
-            Value::Array(items) => Node::List(ListView::new(items)),
+            Tree::Map(_) => Node::Map(MapView::new(value)),
+            Tree::List(_) => Node::List(ListView::new(value)),
+            Tree::Text(text) if text.as_str().starts_with('{') => Node::Map(MapView::new(value)),
+            Tree::Text(_) => Node::List(ListView::new(value)),
             scalar => Node::Scalar(view(scalar)),
         }
     }
@@ -96,7 +102,8 @@ impl<'a> Node<'a> {
 /// A JSON object seen as a CEL `map` with string keys.
 #[derive(Debug)]
 pub struct MapView<'a> {
-    fields: &'a Map<String, Value>,
+    /// A map, or a text node of one, built when first looked into.
+    source: &'a Tree<'a>,
     /// This level, converted on first use.
     level: OnceLock<CelMap<'a>>,
     /// The fields read in place ([`Node::path`], the indexer), in the order of `fields`,
@@ -105,9 +112,9 @@ pub struct MapView<'a> {
 }
 
 impl<'a> MapView<'a> {
-    fn new(fields: &'a Map<String, Value>) -> MapView<'a> {
+    fn new(source: &'a Tree<'a>) -> MapView<'a> {
         MapView {
-            fields,
+            source,
             level: OnceLock::new(),
             nodes: OnceLock::new(),
         }
@@ -117,33 +124,35 @@ impl<'a> MapView<'a> {
     /// of the field's node; callers keep it to small maps or to one field per evaluation.
     fn field(&self, key: &str) -> Option<&Node<'a>> {
         let (index, value) = self
-            .fields
+            .fields()
             .iter()
             .enumerate()
             .find_map(|(index, (k, value))| (k == key).then_some((index, value)))?;
         let nodes = self
             .nodes
-            .get_or_init(|| self.fields.iter().map(|_| OnceLock::new()).collect());
+            .get_or_init(|| self.fields().iter().map(|_| OnceLock::new()).collect());
         Some(nodes.get(index)?.get_or_init(|| Node::of(value)))
     }
 
+    fn fields(&self) -> &'a Map<'a> {
+        static EMPTY: LazyLock<Map<'static>> = LazyLock::new(Map::new);
+        self.source.as_map().unwrap_or(&EMPTY)
+    }
+
     fn level(&self) -> &CelMap<'a> {
-        self.level.get_or_init(|| map_level(self.fields))
+        self.level.get_or_init(|| map_level(self.fields()))
     }
 
     fn into_level(self) -> CelMap<'a> {
-        let fields = self.fields;
+        let fields = self.fields();
         self.level.into_inner().unwrap_or_else(|| map_level(fields))
     }
 }
 
-fn map_level<'a>(fields: &'a Map<String, Value>) -> CelMap<'a> {
+fn map_level<'a>(fields: &'a Map<'a>) -> CelMap<'a> {
     let mut map = HashMap::with_capacity(fields.len());
-    for (key, value) in fields {
-        map.insert(
-            CelMapKey::String(CelString::from(key.as_str())),
-            view(value),
-        );
+    for (key, value) in fields.iter() {
+        map.insert(CelMapKey::String(CelString::from(key)), view(value));
     }
     CelMap::from(map)
 }
@@ -198,7 +207,7 @@ impl<'a> Val for MapView<'a> {
     where
         Self: 'v,
     {
-        Box::new(MapView::new(self.fields))
+        Box::new(MapView::new(self.source))
     }
 
     fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
@@ -228,7 +237,7 @@ impl<'a> Indexer for MapView<'a> {
         Self: 'v,
     {
         match key.downcast_ref::<CelString>() {
-            Some(name) if self.fields.len() <= SCANNED_FIELDS => match self.field(name.inner()) {
+            Some(name) if self.fields().len() <= SCANNED_FIELDS => match self.field(name.inner()) {
                 Some(node) => Ok(CowVal::Borrowed(node.as_val())),
                 // What the converted map says of a missing string key.
                 None => Err(ExecutionError::NoSuchKey(Arc::new(name.inner().to_owned()))),
@@ -250,7 +259,7 @@ impl Container for MapView<'_> {
     /// map, for its numeric fallbacks and errors.
     fn contains(&self, key: &dyn Val) -> Result<bool, ExecutionError> {
         match key.downcast_ref::<CelString>() {
-            Some(key) => Ok(self.fields.contains_key(key.inner())),
+            Some(key) => Ok(self.fields().contains_key(key.inner())),
             None => self
                 .level()
                 .as_container()
@@ -261,43 +270,48 @@ impl Container for MapView<'_> {
 
 impl Sizer for MapView<'_> {
     fn size(&self) -> CelInt {
-        len(self.fields.len())
+        len(self.fields().len())
     }
 }
 
 impl Zeroer for MapView<'_> {
     fn is_zero_value(&self) -> bool {
-        self.fields.is_empty()
+        self.fields().is_empty()
     }
 }
 
 /// A JSON array seen as a CEL `list`.
 #[derive(Debug)]
 pub struct ListView<'a> {
-    items: &'a [Value],
+    /// A list, or a text node of one, built when first looked into.
+    source: &'a Tree<'a>,
     /// The elements, converted on first use.
     level: OnceLock<CelList<'a>>,
 }
 
 impl<'a> ListView<'a> {
-    fn new(items: &'a [Value]) -> ListView<'a> {
+    fn new(source: &'a Tree<'a>) -> ListView<'a> {
         ListView {
-            items,
+            source,
             level: OnceLock::new(),
         }
     }
 
+    fn items(&self) -> &'a [Tree<'a>] {
+        self.source.as_list().map_or(&[], Vec::as_slice)
+    }
+
     fn level(&self) -> &CelList<'a> {
-        self.level.get_or_init(|| list_level(self.items))
+        self.level.get_or_init(|| list_level(self.items()))
     }
 
     fn into_level(self) -> CelList<'a> {
-        let items = self.items;
+        let items = self.items();
         self.level.into_inner().unwrap_or_else(|| list_level(items))
     }
 }
 
-fn list_level(items: &[Value]) -> CelList<'_> {
+fn list_level<'a>(items: &'a [Tree<'a>]) -> CelList<'a> {
     CelList::from(items.iter().map(view).collect::<Vec<_>>())
 }
 
@@ -358,7 +372,7 @@ impl<'a> Val for ListView<'a> {
     where
         Self: 'v,
     {
-        Box::new(ListView::new(self.items))
+        Box::new(ListView::new(self.source))
     }
 
     fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
@@ -378,13 +392,13 @@ impl<'a> Val for ListView<'a> {
 
 impl Sizer for ListView<'_> {
     fn size(&self) -> CelInt {
-        len(self.items.len())
+        len(self.items().len())
     }
 }
 
 impl Zeroer for ListView<'_> {
     fn is_zero_value(&self) -> bool {
-        self.items.is_empty()
+        self.items().is_empty()
     }
 }
 

@@ -11,6 +11,7 @@ use cel::context::VariableResolver;
 use serde_json::{Value, json};
 
 use super::{Bindings, Declarations, Expression, Scope, convert, cost};
+use crate::tree::Tree;
 
 fn object() -> Value {
     json!({
@@ -101,13 +102,14 @@ fn with_conversion(
 }
 
 fn with_views(expression: &Expression, object: &Value, params: &Value) -> Result<Value, String> {
-    let empty = json!({});
+    let empty = Tree::from(json!({}));
+    let (object, params) = (Tree::from(object), Tree::from(params));
     let bindings = Bindings {
-        object,
+        object: &object,
         old_object: None,
         namespace_object: None,
         request: &empty,
-        params,
+        params: &params,
     };
     Scope::new(bindings)
         .evaluate(expression)

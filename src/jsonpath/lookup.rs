@@ -5,7 +5,8 @@
 //! that hashing was most of what a non-matching policy cost. A Kubernetes map rarely
 //! has more than a few dozen keys (a pod's `spec` has about sixteen), and comparing
 //! that many short strings, most of which differ in length, is cheaper than hashing
-//! one. The engine's reads and writes, the journal and the diff all look keys up here.
+//! one. The engine's object is a tree (`crate::tree`), whose maps do this themselves;
+//! what still reads a `serde_json::Map` (the Multus annotation) looks keys up here.
 
 use serde_json::{Map, Value};
 

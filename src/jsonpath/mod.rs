@@ -11,10 +11,10 @@
 
 pub mod lookup;
 
+use crate::tree::Tree;
 use jsonpath_rust::parser::model::{JpQuery, Segment, Selector};
 use jsonpath_rust::parser::parse_json_path;
 use jsonpath_rust::query::{QueryRef, js_path_process};
-use serde_json::Value;
 
 /// Longest path graft accepts, in characters and in segments: deeper paths are
 /// almost certainly mistakes and would make evaluation cost unbounded.
@@ -128,7 +128,7 @@ impl JsonPath {
     }
 
     /// The values the path selects.
-    pub fn select<'a>(&self, document: &'a Value) -> Result<Vec<&'a Value>, PathError> {
+    pub fn select<'a, 't>(&self, document: &'a Tree<'t>) -> Result<Vec<&'a Tree<'t>>, PathError> {
         if let Some(tokens) = &self.singular {
             return Ok(get(document, tokens).into_iter().collect());
         }
@@ -140,7 +140,7 @@ impl JsonPath {
     }
 
     /// The concrete locations of the values the path selects, with non-negative indices.
-    pub fn locations(&self, document: &Value) -> Result<Vec<Vec<Token>>, PathError> {
+    pub fn locations(&self, document: &Tree<'_>) -> Result<Vec<Vec<Token>>, PathError> {
         if let Some(tokens) = &self.singular {
             return Ok(resolve(document, tokens).into_iter().collect());
         }
@@ -154,7 +154,7 @@ impl JsonPath {
     /// ending in names or indices under every match of what comes before them (so
     /// `$.spec.containers[*].resources.limits.memory` reaches every container, with or
     /// without `resources`); any other path at every location it selects.
-    pub fn write_locations(&self, document: &Value) -> Result<Vec<Vec<Token>>, PathError> {
+    pub fn write_locations(&self, document: &Tree<'_>) -> Result<Vec<Vec<Token>>, PathError> {
         if let Some(tokens) = &self.singular {
             return Ok(vec![tokens.clone()]);
         }
@@ -163,7 +163,7 @@ impl JsonPath {
         };
         self.query(parent, document)?
             .into_iter()
-            .filter(|found| found.val.is_object() || found.val.is_array())
+            .filter(|found| found.val.as_map().is_some() || found.val.as_list().is_some())
             .map(|found| {
                 let mut tokens = self.decode(&found.path)?;
                 tokens.extend(tail.iter().cloned());
@@ -172,11 +172,11 @@ impl JsonPath {
             .collect()
     }
 
-    fn query<'a>(
+    fn query<'a, 't>(
         &self,
         query: &JpQuery,
-        document: &'a Value,
-    ) -> Result<Vec<QueryRef<'a, Value>>, PathError> {
+        document: &'a Tree<'t>,
+    ) -> Result<Vec<QueryRef<'a, Tree<'t>>>, PathError> {
         js_path_process(query, document).map_err(|error| self.evaluation_error(error))
     }
 
@@ -289,26 +289,28 @@ fn singular_tokens(query: &JpQuery) -> Option<Vec<Token>> {
 }
 
 /// The value at `tokens`, if present.
-pub fn get<'a>(document: &'a Value, tokens: &[Token]) -> Option<&'a Value> {
+pub fn get<'a, 't>(document: &'a Tree<'t>, tokens: &[Token]) -> Option<&'a Tree<'t>> {
     tokens
         .iter()
         .try_fold(document, |value, token| match token {
-            Token::Key(key) => lookup::child(value, key),
+            Token::Key(key) => value.get(key),
             Token::Index(index) => {
-                let items = value.as_array()?;
+                let items = value.as_list()?;
                 items.get(array_index(*index, items.len())?)
             }
         })
 }
 
 /// The value at `tokens`, mutably, if present.
-pub fn get_mut<'a>(document: &'a mut Value, tokens: &[Token]) -> Option<&'a mut Value> {
+/// The maps and lists on the way are copied where they are shared with another tree,
+/// so that a change below them leaves that tree as it was.
+pub fn get_mut<'a, 't>(document: &'a mut Tree<'t>, tokens: &[Token]) -> Option<&'a mut Tree<'t>> {
     tokens
         .iter()
         .try_fold(document, |value, token| match token {
-            Token::Key(key) => lookup::child_mut(value, key),
+            Token::Key(key) => value.map_mut()?.get_mut(key),
             Token::Index(index) => {
-                let items = value.as_array_mut()?;
+                let items = value.list_mut()?;
                 let at = array_index(*index, items.len())?;
                 items.get_mut(at)
             }
@@ -316,17 +318,17 @@ pub fn get_mut<'a>(document: &'a mut Value, tokens: &[Token]) -> Option<&'a mut 
 }
 
 /// The same location with negative indices made absolute, when it exists.
-fn resolve(document: &Value, tokens: &[Token]) -> Option<Vec<Token>> {
+fn resolve(document: &Tree<'_>, tokens: &[Token]) -> Option<Vec<Token>> {
     let mut value = document;
     let mut resolved = Vec::with_capacity(tokens.len());
     for token in tokens {
         match token {
             Token::Key(key) => {
-                value = lookup::child(value, key)?;
+                value = value.get(key)?;
                 resolved.push(token.clone());
             }
             Token::Index(index) => {
-                let items = value.as_array()?;
+                let items = value.as_list()?;
                 let at = array_index(*index, items.len())?;
                 value = items.get(at)?;
                 resolved.push(Token::Index(at as i64));
@@ -380,6 +382,10 @@ mod tests {
 
     use super::*;
 
+    fn tree(value: serde_json::Value) -> Tree<'static> {
+        Tree::from(value)
+    }
+
     fn path(source: &str) -> JsonPath {
         JsonPath::compile(source).unwrap()
     }
@@ -395,17 +401,17 @@ mod tests {
                 Token::Key("k8s.v1.cni.cncf.io/networks".into()),
             ]
         );
-        let doc = json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "a"}}});
-        assert_eq!(p.select(&doc).unwrap(), vec![&json!("a")]);
+        let doc = tree(json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "a"}}}));
+        assert_eq!(p.select(&doc).unwrap(), vec![&tree(json!("a"))]);
     }
 
     #[test]
     fn filters_resolve_to_every_match() {
         let p = path("$.spec.containers[?@.name == 'app' || @.name == 'b'].image");
         assert!(p.singular().is_none());
-        let doc = json!({"spec": {"containers": [
+        let doc = tree(json!({"spec": {"containers": [
             {"name": "app", "image": "x"}, {"name": "c", "image": "y"}, {"name": "b", "image": "z"}
-        ]}});
+        ]}}));
         let locations = p.locations(&doc).unwrap();
         assert_eq!(locations.len(), 2);
         assert_eq!(display(&locations[1]), "$.spec.containers[2].image");
@@ -413,8 +419,8 @@ mod tests {
 
     #[test]
     fn negative_indices_count_from_the_end() {
-        let doc = json!({"a": [1, 2, 3]});
-        assert_eq!(path("$.a[-1]").select(&doc).unwrap(), vec![&json!(3)]);
+        let doc = tree(json!({"a": [1, 2, 3]}));
+        assert_eq!(path("$.a[-1]").select(&doc).unwrap(), vec![&tree(json!(3))]);
         assert_eq!(
             path("$.a[-1]").locations(&doc).unwrap(),
             vec![vec![Token::Key("a".into()), Token::Index(2)]]
@@ -424,7 +430,7 @@ mod tests {
 
     #[test]
     fn keys_with_quotes_survive_normalized_paths() {
-        let doc = json!({"a": {"it's/x~y": {"v": 1}}});
+        let doc = tree(json!({"a": {"it's/x~y": {"v": 1}}}));
         let p = path("$.a[*].v");
         let locations = p.locations(&doc).unwrap();
         assert_eq!(
@@ -475,7 +481,7 @@ mod tests {
         /// a write through a filter or wildcard lands where the query matched.
         #[test]
         fn the_crates_normalized_paths_decode_to_their_keys(key in "\\PC{0,8}|[\\x00-\\x7f]{0,8}") {
-            let doc = json!({ key.clone(): {"v": 1} });
+            let doc = tree(json!({ key.clone(): {"v": 1} }));
             let locations = path("$[*].v").locations(&doc).unwrap();
             proptest::prop_assert_eq!(
                 locations,
@@ -486,11 +492,11 @@ mod tests {
 
     #[test]
     fn writes_under_a_wildcard_reach_every_match_however_much_is_missing() {
-        let doc = json!({"spec": {"containers": [
+        let doc = tree(json!({"spec": {"containers": [
             {"name": "a"},
             {"name": "b", "resources": {}},
             {"name": "c", "resources": {"limits": {"cpu": "1"}}}
-        ]}});
+        ]}}));
         let p = path("$.spec.containers[*].resources.limits.memory");
         let displayed: Vec<String> = p
             .write_locations(&doc)

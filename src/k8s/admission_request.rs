@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tree::Tree;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupVersionKind {
     #[serde(default)]
@@ -24,12 +26,13 @@ pub struct GroupVersionResource {
     pub resource: String,
 }
 
-/// The part of an AdmissionRequest the engine uses; unknown fields are ignored.
+/// The part of an AdmissionRequest the engine uses; unknown fields are ignored. The
+/// objects borrow their strings from the body they were read from (`'t`).
 /// `admission`'s parse reads it field by field; the derived `Deserialize` reads one
-/// from a `Value` (tests, and what the parse is checked against).
+/// from JSON text (tests, and what the parse is checked against).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AdmissionRequest {
+pub struct AdmissionRequest<'t> {
     #[serde(default)]
     pub uid: String,
     #[serde(default)]
@@ -46,10 +49,30 @@ pub struct AdmissionRequest {
     pub operation: String,
     #[serde(default)]
     pub user_info: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub old_object: Option<Value>,
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub object: Option<Tree<'t>>,
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub old_object: Option<Tree<'t>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
+}
+
+impl AdmissionRequest<'_> {
+    /// The request with objects free of the body they were read from, for a request
+    /// kept beyond it.
+    pub fn into_owned(self) -> AdmissionRequest<'static> {
+        AdmissionRequest {
+            object: self.object.map(Tree::into_static),
+            old_object: self.old_object.map(Tree::into_static),
+            uid: self.uid,
+            kind: self.kind,
+            resource: self.resource,
+            sub_resource: self.sub_resource,
+            name: self.name,
+            namespace: self.namespace,
+            operation: self.operation,
+            user_info: self.user_info,
+            dry_run: self.dry_run,
+        }
+    }
 }

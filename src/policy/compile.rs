@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::tree::Tree;
+
 use super::compiled::{
     CompiledMutation, CompiledPolicy, CompiledValidation, CompiledVariable, Conditions, FieldCheck,
     FieldTest, Foreach, MutationKind, NamePattern, Operation, Operations, Requirement,
@@ -112,12 +114,13 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
         file: parsed.file.clone(),
         matcher,
         exclude,
-        params: spec.params.clone(),
+        params: Tree::from(&spec.params),
         variables,
         validations,
         mutations,
         needs: compiler.needs,
         uses_cel: compiler.uses_cel,
+        label_gate: None,
     })
 }
 
@@ -328,7 +331,7 @@ impl Compiler<'_> {
 
     fn template(&mut self, field: &str, value: &Value) -> Option<ValueSource> {
         match Template::compile(value, &self.declarations()) {
-            Ok(template) if template.is_static() => Some(ValueSource::Literal(value.clone())),
+            Ok(template) if template.is_static() => Some(ValueSource::Literal(Tree::from(value))),
             Ok(template) => {
                 if !self.element_bound(field, "{{", template.needs()) {
                     return None;
@@ -572,13 +575,13 @@ impl Compiler<'_> {
         let path = self.path(&format!("{field}.path"), &test.path);
         let mut checks = Vec::new();
         if let Some(value) = &test.equals {
-            checks.push(FieldCheck::Equals(value.clone()));
+            checks.push(FieldCheck::Equals(Tree::from(value)));
         }
         if let Some(values) = &test.in_ {
-            checks.push(FieldCheck::In(values.clone()));
+            checks.push(FieldCheck::In(values.iter().map(Tree::from).collect()));
         }
         if let Some(values) = &test.not_in {
-            checks.push(FieldCheck::NotIn(values.clone()));
+            checks.push(FieldCheck::NotIn(values.iter().map(Tree::from).collect()));
         }
         match (test.exists, test.not_exists) {
             (Some(true), _) | (_, Some(false)) => checks.push(FieldCheck::Exists),
@@ -806,7 +809,7 @@ impl Compiler<'_> {
             }
             let value = self.template(&format!("{field}.value"), &append.value)?;
             if let ValueSource::Literal(literal) = &value
-                && !literal.is_array()
+                && literal.as_list().is_none()
             {
                 self.error(
                     &format!("{field}.value"),

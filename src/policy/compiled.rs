@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::tree::Tree;
 use regex::Regex;
-use serde_json::Value;
 
 use super::model::{FailurePolicy, Mode, Position};
 use crate::expr::template::Template;
@@ -242,9 +242,9 @@ pub enum Requirement {
 
 #[derive(Debug)]
 pub enum FieldCheck {
-    Equals(Value),
-    In(Vec<Value>),
-    NotIn(Vec<Value>),
+    Equals(Tree<'static>),
+    In(Vec<Tree<'static>>),
+    NotIn(Vec<Tree<'static>>),
     Exists,
     NotExists,
     Regex(Regex),
@@ -279,7 +279,7 @@ pub struct Conditions {
 /// A mutation's value: a plain value, or one with `{{ }}` templates to render.
 #[derive(Debug)]
 pub enum ValueSource {
-    Literal(Value),
+    Literal(Tree<'static>),
     Template(Template),
 }
 
@@ -337,6 +337,23 @@ pub struct CompiledValidation {
     pub message: String,
 }
 
+impl CompiledPolicy {
+    /// Whether the policy can need the data of the request's namespace: a non-empty
+    /// `namespaceSelector` (in `match` or `exclude`), or an expression reading
+    /// `namespaceObject`.
+    pub fn needs_namespace(&self) -> bool {
+        let selects = |conditions: &Conditions| {
+            conditions
+                .namespace_selector
+                .as_ref()
+                .is_some_and(|requirements| !requirements.is_empty())
+        };
+        self.needs.namespace_object
+            || selects(&self.matcher)
+            || self.exclude.as_ref().is_some_and(selects)
+    }
+}
+
 /// One policy, ready to evaluate.
 #[derive(Debug)]
 pub struct CompiledPolicy {
@@ -349,7 +366,7 @@ pub struct CompiledPolicy {
     pub file: PathBuf,
     pub matcher: Conditions,
     pub exclude: Option<Conditions>,
-    pub params: Value,
+    pub params: Tree<'static>,
     pub variables: Vec<CompiledVariable>,
     pub validations: Vec<CompiledValidation>,
     pub mutations: Vec<CompiledMutation>,
@@ -357,6 +374,21 @@ pub struct CompiledPolicy {
     pub needs: Needs,
     /// True when the policy has any CEL expression or template.
     pub uses_cel: bool,
+    /// What the label gate tests (`engine::matching::LabelCheck`); given by the
+    /// policy set, which numbers the keys.
+    pub label_gate: Option<LabelGate>,
+}
+
+/// The first `In` requirement of a policy's `match.labels` (`matchLabels` entries are
+/// `In` with one value): a label the object must carry with one of these values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabelGate {
+    /// The label's key as a number, the same for every policy of the set that tests it:
+    /// with hundreds of candidates gated on a few keys, telling whether a policy tests
+    /// the key the previous one did is one comparison.
+    pub key: u32,
+    /// Where the requirement is in `match.labels`.
+    pub requirement: usize,
 }
 
 #[cfg(test)]

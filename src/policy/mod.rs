@@ -6,7 +6,6 @@ pub mod compiled;
 pub mod findings;
 pub mod load;
 pub mod model;
-mod reads;
 mod set;
 mod unknown_fields;
 

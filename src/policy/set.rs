@@ -3,16 +3,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{CompiledPolicy, Operation};
+use super::compiled::{CompiledPolicy, LabelGate, Operation, Requirement};
 use crate::expr::RequestFields;
 
-/// What of a review a policy can see beyond the object's usual fields.
+/// What of a review beyond the object a policy needs looked up or built for it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reads {
-    /// The object's `metadata.managedFields`.
-    pub managed_fields: bool,
-    /// `oldObject`, through CEL.
-    pub old_object: bool,
     /// The data of the request's namespace (`namespaceSelector`, `namespaceObject`).
     pub namespace: bool,
     /// The fields of CEL's `request` its expressions read.
@@ -22,8 +18,6 @@ pub struct Reads {
 impl Reads {
     fn union(self, other: Reads) -> Reads {
         Reads {
-            managed_fields: self.managed_fields || other.managed_fields,
-            old_object: self.old_object || other.old_object,
             namespace: self.namespace || other.namespace,
             request_fields: self.request_fields.union(other.request_fields),
         }
@@ -127,6 +121,12 @@ impl Iterator for Merged<'_> {
     type Item = u32;
 
     fn next(&mut self) -> Option<u32> {
+        // Most requests are in a namespace no policy names: one list, nothing to merge.
+        if self.named.is_empty() {
+            let (&first, rest) = self.anywhere.split_first()?;
+            self.anywhere = rest;
+            return Some(first);
+        }
         let side = match (self.anywhere.first(), self.named.first()) {
             (Some(a), Some(n)) if n < a => &mut self.named,
             (Some(_), _) => &mut self.anywhere,
@@ -159,6 +159,29 @@ pub struct PolicySet {
     revision: String,
 }
 
+/// Gives each policy its label gate, numbering the keys in the order they first appear.
+fn number_label_gates(policies: &mut [CompiledPolicy]) {
+    let mut keys: HashMap<String, u32> = HashMap::new();
+    for policy in policies {
+        policy.label_gate = policy
+            .matcher
+            .labels
+            .iter()
+            .enumerate()
+            .find_map(|(requirement, r)| match r {
+                Requirement::In(key, _) => Some((requirement, key)),
+                _ => None,
+            })
+            .map(|(requirement, key)| {
+                let next = u32::try_from(keys.len()).unwrap_or(u32::MAX);
+                LabelGate {
+                    key: *keys.entry(key.clone()).or_insert(next),
+                    requirement,
+                }
+            });
+    }
+}
+
 fn slot(operation: Operation) -> usize {
     match operation {
         Operation::Create => 0,
@@ -176,6 +199,7 @@ impl PolicySet {
     /// Sorts by (order, name) and builds the index.
     pub fn new(mut policies: Vec<CompiledPolicy>, revision: String) -> PolicySet {
         policies.sort_by(|a, b| a.order.cmp(&b.order).then_with(|| a.name.cmp(&b.name)));
+        number_label_gates(&mut policies);
         let policies: Vec<Arc<CompiledPolicy>> = policies.into_iter().map(Arc::new).collect();
         let mut index: HashMap<String, HashMap<String, ByOperation>> = HashMap::new();
         let mut wildcard = ByOperation::default();
@@ -226,8 +250,6 @@ impl PolicySet {
         let reads = policies
             .iter()
             .map(|policy| Reads {
-                managed_fields: policy.sees_managed_fields(),
-                old_object: policy.reads_old_object(),
                 namespace: policy.needs_namespace(),
                 request_fields: policy.needs.request_fields,
             })
@@ -436,8 +458,6 @@ mod tests {
             let joined = set
                 .candidates("pods", "", Operation::Create, namespace)
                 .map(|policy| Reads {
-                    managed_fields: policy.sees_managed_fields(),
-                    old_object: policy.reads_old_object(),
                     namespace: policy.needs_namespace(),
                     request_fields: policy.needs.request_fields,
                 })
@@ -452,7 +472,5 @@ mod tests {
         assert!(reads("ns").request_fields.includes("userInfo"));
         assert!(!reads("ns").request_fields.includes("uid"));
         assert_eq!(reads("other").request_fields, RequestFields::ALL);
-        assert!(reads("ns").old_object && !reads("none").old_object);
-        assert!(reads("none").managed_fields);
     }
 }

@@ -8,6 +8,7 @@
 //! policy set's revision, so every line logged about it (including a panic) can be found
 //! by uid. A policy that failed is logged at warn with its field and reason.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +30,7 @@ use crate::admission::{self, AdmissionRequest, Reviewed};
 use crate::engine::{Outcome, PolicyResult};
 use crate::metrics::ErrorReason;
 use crate::policy::PolicySet;
+use crate::tree::Tree;
 
 pub type Body = Full<Bytes>;
 
@@ -225,7 +227,7 @@ fn name_span(span: &tracing::Span, request: &AdmissionRequest, revision: &str) {
     ) else {
         return;
     };
-    let name = object_name(request, None).unwrap_or_default();
+    let name = object_name(request).unwrap_or_default();
     let object_value = match request.namespace.as_deref() {
         Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
         _ => name,
@@ -245,17 +247,38 @@ fn name_span(span: &tracing::Span, request: &AdmissionRequest, revision: &str) {
 }
 
 /// The request's name or, for an object the apiserver has not named yet, its
-/// `generateName` and `*` (read from `object`, or from `mutated` where it moved).
-fn object_name(request: &AdmissionRequest, mutated: Option<&serde_json::Value>) -> Option<String> {
+/// `generateName` and `*`.
+fn object_name(request: &AdmissionRequest<'_>) -> Option<String> {
     request.name.clone().filter(|n| !n.is_empty()).or_else(|| {
-        request
-            .object
-            .as_ref()
-            .or(mutated)
-            .and_then(|object| object.pointer("/metadata/generateName"))
-            .and_then(|value| value.as_str())
-            .map(|prefix| format!("{prefix}*"))
+        let prefix = generate_name(request.object.as_ref()?)?;
+        Some(format!("{prefix}*"))
     })
+}
+
+/// `metadata.generateName` of the object. An object no policy was a candidate for is
+/// still its text: the name is read from the text, which is not built for it.
+fn generate_name(object: &Tree<'_>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Object<'a> {
+        #[serde(borrow)]
+        metadata: Option<Metadata<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Metadata<'a> {
+        #[serde(borrow)]
+        generate_name: Option<Cow<'a, str>>,
+    }
+    match object {
+        Tree::Text(text) if !text.is_built() => {
+            let object: Object<'_> = serde_json::from_str(text.as_str()).ok()?;
+            object.metadata?.generate_name.map(Cow::into_owned)
+        }
+        _ => object
+            .pointer("/metadata/generateName")?
+            .as_str()
+            .map(str::to_string),
+    }
 }
 
 /// The log lines and the metrics of an answered review. Never logs the object itself.
@@ -298,8 +321,7 @@ fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant)
         .map(|report| report.policy.as_str())
         .collect();
     let applied: Vec<&str> = evaluation.applied().collect();
-    // The object moved into `mutated` when there is a patch.
-    let name = object_name(request, evaluation.mutated.as_ref());
+    let name = object_name(request);
     tracing::info!(
         uid = %request.uid,
         kind = %request.kind.kind,
@@ -425,6 +447,29 @@ mod tests {
         check(Some("application/yaml"), false);
         check(Some("text/plain"), false);
         check(None, false);
+    }
+
+    /// The name is the same whether the object was built or kept as text, and reading
+    /// it from the text does not build the text.
+    #[test]
+    fn an_unnamed_object_is_named_by_its_generate_name_built_or_not() {
+        let body =
+            r#"{"metadata": {"generateName": "web-7d9f8-", "labels": {"a": "b"}}, "spec": {}}"#;
+        let review = format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","operation":"CREATE","resource":{{"resource":"configmaps"}},"object":{body}}}}}"#
+        );
+        let no_policies = PolicySet::empty();
+        let namespaces = crate::namespaces::NoNamespaces { hint: "none" };
+        let (kept, _) = admission::parse_lean(review.as_bytes(), &no_policies, &namespaces)
+            .expect("a valid review");
+        let Some(Tree::Text(text)) = &kept.request.object else {
+            panic!("no candidate: the object stays text");
+        };
+        assert_eq!(object_name(&kept.request).as_deref(), Some("web-7d9f8-*"));
+        assert!(!text.is_built());
+        let built = admission::parse(review.as_bytes()).expect("a valid review");
+        assert!(matches!(built.request.object, Some(Tree::Map(_))));
+        assert_eq!(object_name(&built.request).as_deref(), Some("web-7d9f8-*"));
     }
 
     #[tokio::test]

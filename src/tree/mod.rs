@@ -1,4 +1,4 @@
-//! The JSON tree the engine's object moves to: maps are vectors of entries in their JSON
+//! The JSON tree the engine's object is: maps are vectors of entries in their JSON
 //! order (a key is found by a scan, never hashed), maps and lists are shared by `Arc`,
 //! strings and keys are borrowed from the text the tree was parsed from, and a subtree
 //! may stay JSON text until it is first read.
@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 pub use diff::diff;
-pub use parse::MAX_DEPTH;
+pub use parse::{MAX_DEPTH, seed, text_seed};
 pub use patch::{PatchError, PatchFailure, apply as apply_patch};
 
 /// A JSON value. Its strings and keys borrow from the text it was parsed from (`'t`)
@@ -105,6 +105,11 @@ impl<'t> Text<'t> {
     /// The JSON text, as it was in the body.
     pub fn as_str(&self) -> &'t str {
         self.text
+    }
+
+    /// Whether the text has been built into a tree: it is, once something read it.
+    pub fn is_built(&self) -> bool {
+        self.built.get().is_some()
     }
 }
 
@@ -187,6 +192,13 @@ impl<'t> Map<'t> {
         Some(self.entries.remove(at).1)
     }
 
+    /// Keeps the entries `keep` holds to, in their order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &Tree<'t>) -> bool) {
+        self.entries.retain(|(key, value)| keep(key, value));
+        // Positions moved: the index is built again on the next lookup.
+        self.index = OnceLock::new();
+    }
+
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Tree<'t>)> {
         self.entries.iter().map(|(key, value)| (&**key, value))
     }
@@ -200,7 +212,7 @@ impl<'t> Map<'t> {
     }
 
     /// The entries in order, with their shared keys.
-    fn entries(&self) -> &[(Cow<'t, str>, Tree<'t>)] {
+    pub fn entries(&self) -> &[(Cow<'t, str>, Tree<'t>)] {
         &self.entries
     }
 }
@@ -466,6 +478,13 @@ impl PartialEq for Tree<'_> {
             (Tree::Map(l), Tree::Map(r)) => Arc::ptr_eq(l, r) || l == r,
             _ => false,
         }
+    }
+}
+
+/// A tree equals a `serde_json::Value` holding the same JSON.
+impl PartialEq<serde_json::Value> for Tree<'_> {
+    fn eq(&self, other: &serde_json::Value) -> bool {
+        self.to_value() == *other
     }
 }
 

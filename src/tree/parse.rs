@@ -36,6 +36,23 @@ impl<'t> Tree<'t> {
     }
 }
 
+/// Reads a value inside a larger JSON text as a tree, for a reader of that text that
+/// hands this seed the value (`MapAccess::next_value_seed`): `depth` maps and lists
+/// enclose the value in the text, and the map or list values of the `kept` keys are
+/// kept as text, as [`Tree::parse_keeping`] keeps them.
+pub fn seed<'k>(
+    depth: usize,
+    kept: &'k [&'k str],
+) -> impl for<'de> DeserializeSeed<'de, Value = Tree<'de>> + 'k {
+    Build { depth, kept }
+}
+
+/// Reads a value inside a larger JSON text as a text node ([`Tree::Text`]) when it is a
+/// map or list, checked as building it would check it; anything else is built.
+pub fn text_seed(depth: usize) -> impl for<'de> DeserializeSeed<'de, Value = Tree<'de>> {
+    Kept(Build { depth, kept: &[] })
+}
+
 impl Tree<'static> {
     /// The JSON text as a tree, built whole, its strings its own.
     pub fn parse_owned(text: &str) -> serde_json::Result<Tree<'static>> {
@@ -43,8 +60,8 @@ impl Tree<'static> {
     }
 }
 
-impl<'de> serde::Deserialize<'de> for Tree<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Tree<'de>, D::Error> {
+impl<'de: 't, 't> serde::Deserialize<'de> for Tree<'t> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Tree<'t>, D::Error> {
         Build {
             depth: 0,
             kept: &[],

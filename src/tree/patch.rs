@@ -90,7 +90,7 @@ fn apply_one(tree: &mut Tree<'_>, operation: &PatchOperation) -> Result<(), Patc
             let found = tree
                 .pointer(op.path.as_str())
                 .ok_or(PatchFailure::InvalidPointer)?;
-            if *found == Tree::from(&op.value) {
+            if *found == op.value {
                 Ok(())
             } else {
                 Err(PatchFailure::TestFailed)

@@ -2,8 +2,6 @@
 //! needs for it. Pure: built from what the review already holds, on the review's thread,
 //! as one small owned value, so handing it over costs no more than a few string copies.
 
-use serde_json::Value;
-
 use crate::admission::{AdmissionRequest, Reviewed};
 use crate::engine::Outcome;
 
@@ -90,16 +88,15 @@ pub fn notice(reviewed: &Reviewed) -> Option<Notice> {
     };
     Some(Notice {
         reason,
-        regarding: regarding(request, evaluation.mutated.as_ref())?,
+        regarding: regarding(request)?,
         note: truncate(note, NOTE_LIMIT),
     })
 }
 
 /// The reference for the request's object; `None` when it has neither a name nor a
 /// `generateName`, which the apiserver never sends.
-fn regarding(request: &AdmissionRequest, mutated: Option<&Value>) -> Option<Regarding> {
-    // The object moved into `mutated` when there is a patch.
-    let object = request.object.as_ref().or(mutated);
+fn regarding(request: &AdmissionRequest<'_>) -> Option<Regarding> {
+    let object = request.object.as_ref();
     let metadata = |field: &str| {
         [object, request.old_object.as_ref()]
             .into_iter()

@@ -42,8 +42,8 @@ fn review(set: &PolicySet, request: serde_json::Value) -> Option<Notice> {
         "request": request,
     });
     let namespaces = NoNamespaces { hint: "none" };
-    let reviewed =
-        admission::review(body.to_string().as_bytes(), set, &namespaces).expect("a valid review");
+    let body = body.to_string();
+    let reviewed = admission::review(body.as_bytes(), set, &namespaces).expect("a valid review");
     notice(&reviewed)
 }
 
