@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         };
         if let Ok(review) = graft::admission::parse(&body) {
             // The answer changes the request's object in place: keep the original to patch.
-            let original = review.request.object.clone();
+            let original = review.request.object.as_ref().map(graft::tree::Tree::to_value);
             let namespace = graft::admission::resolve_namespace(
                 &review.request,
                 &loaded.set,
