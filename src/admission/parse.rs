@@ -583,6 +583,30 @@ mod tests {
     }
 
     #[test]
+    fn objects_that_are_not_maps_are_read_as_the_values_they_are() {
+        for value in [
+            json!(5),
+            json!("text"),
+            json!(true),
+            json!([1, {"a": null}]),
+            json!({}),
+        ] {
+            let text = review(json!({
+                "uid": "u", "operation": "UPDATE", "object": value, "oldObject": value,
+            }));
+            for builds in [false, true] {
+                let request = parsed_with(&text, builds).0.expect("valid").request;
+                assert_eq!(object_json(&request.object), Some(value.clone()), "{text}");
+                assert_eq!(
+                    object_json(&request.old_object),
+                    Some(value.clone()),
+                    "{text}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn objects_nest_as_deep_as_the_body_allows() {
         // serde_json's recursion limit holds for the whole body (127 nested maps and
         // lists): the review and the request take two, so an object may nest 125 levels,
