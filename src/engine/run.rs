@@ -505,9 +505,11 @@ fn plan_target(
         Some(ValueSource::Template(template)) => {
             let scope =
                 scope.ok_or_else(|| failure(&mutation.field, "template needs a CEL scope"))?;
-            Some(Tree::from(template.render(scope).map_err(|e| {
-                failure(format!("{}.value{element}", mutation.field), e)
-            })?))
+            Some(
+                template
+                    .render(scope)
+                    .map_err(|e| failure(format!("{}.value{element}", mutation.field), e))?,
+            )
         }
         None => None,
     };

@@ -4,13 +4,14 @@
 //! expression's type (a map, a list, an int...). Any other string containing
 //! `{{` interpolates: literal text, with each expression rendered as text.
 //! Map keys are never templated. Subtrees without an expression are kept as
-//! plain JSON and cloned on render.
+//! trees, which a render shares instead of copying; a render is a tree.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::convert::to_json_string;
 use super::{Declarations, ExprError, Expression, Needs, Scope};
 use crate::k8s::MAX_STRING_BYTES;
+use crate::tree::{Map, Tree};
 
 /// A template compiled from a policy value. Strings that are exactly one `{{ expr }}`
 /// keep the expression's type; other strings containing `{{` interpolate.
@@ -31,7 +32,7 @@ pub struct TemplateError {
 #[derive(Debug)]
 enum Node {
     /// No expression anywhere below.
-    Static(Value),
+    Static(Tree<'static>),
     /// A whole-string `{{ expr }}`: the result keeps its type.
     Typed {
         path: String,
@@ -94,7 +95,7 @@ impl Template {
         found
     }
 
-    pub fn render(&self, scope: &Scope<'_>) -> Result<Value, ExprError> {
+    pub fn render(&self, scope: &Scope<'_>) -> Result<Tree<'static>, ExprError> {
         render_node(&self.root, scope)
     }
 }
@@ -118,7 +119,7 @@ fn compile_node(
                 path.truncate(len);
             }
             if nodes.iter().all(|n| matches!(n, Node::Static(_))) {
-                return Ok(Node::Static(value.clone()));
+                return Ok(Node::Static(Tree::from(value)));
             }
             Ok(Node::Array(nodes))
         }
@@ -131,11 +132,11 @@ fn compile_node(
                 path.truncate(len);
             }
             if nodes.iter().all(|(_, n)| matches!(n, Node::Static(_))) {
-                return Ok(Node::Static(value.clone()));
+                return Ok(Node::Static(Tree::from(value)));
             }
             Ok(Node::Object(nodes))
         }
-        other => Ok(Node::Static(other.clone())),
+        other => Ok(Node::Static(Tree::from(other))),
     }
 }
 
@@ -175,11 +176,12 @@ fn compile_string(
     })
 }
 
-fn render_node(node: &Node, scope: &Scope<'_>) -> Result<Value, ExprError> {
+fn render_node(node: &Node, scope: &Scope<'_>) -> Result<Tree<'static>, ExprError> {
     match node {
         Node::Static(value) => Ok(value.clone()),
         Node::Typed { path, expression } => scope
             .evaluate(expression)
+            .map(Tree::from)
             .map_err(|e| in_context(e, path, expression)),
         Node::Text { path, parts } => {
             let mut out = String::new();
@@ -198,19 +200,19 @@ fn render_node(node: &Node, scope: &Scope<'_>) -> Result<Value, ExprError> {
                     )));
                 }
             }
-            Ok(Value::String(out))
+            Ok(Tree::from(out))
         }
         Node::Array(nodes) => nodes
             .iter()
             .map(|n| render_node(n, scope))
-            .collect::<Result<_, _>>()
-            .map(Value::Array),
+            .collect::<Result<Vec<_>, _>>()
+            .map(Tree::from),
         Node::Object(nodes) => {
             let mut object = Map::with_capacity(nodes.len());
             for (key, node) in nodes {
                 object.insert(key.clone(), render_node(node, scope)?);
             }
-            Ok(Value::Object(object))
+            Ok(Tree::from(object))
         }
     }
 }

@@ -116,7 +116,7 @@ fn render(template: Value) -> Result<Value, ExprError> {
     let mut scope = Scope::new(bindings);
     scope.set_variable("key", json!("zone"));
     scope.set_variable("value", json!("a"));
-    template.render(&scope)
+    template.render(&scope).map(|rendered| rendered.to_value())
 }
 
 #[test]
