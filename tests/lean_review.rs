@@ -1,7 +1,8 @@
-//! `admission::review_lean` (the server's and `graft review`'s parse, which builds only
-//! what the candidate policies can see) answers exactly as `admission::review` (which
-//! builds everything): on every captured review, every bad input, and policies that
-//! reach `metadata.managedFields` or `oldObject` in each way the analysis must notice.
+//! `admission::review_lean` (the server's and `graft review`'s parse, which leaves the
+//! object of a request no policy is a candidate for as text) answers exactly as
+//! `admission::review` (which builds it): on every captured review, every bad input, and
+//! policies that reach `metadata.managedFields` or `oldObject`, which both parses keep
+//! as text until something reads them.
 
 use std::path::{Path, PathBuf};
 
