@@ -15,9 +15,9 @@
 //! The optional forms (`request.?x`, `params[?'x']`) are not held to the shapes: they
 //! say the author expects absence.
 
+use crate::tree::{Map, Tree};
 use cel::Env;
 use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, SelectExpr};
-use serde_json::Value;
 
 use super::catalog::{self, Signature, Style};
 
@@ -25,7 +25,7 @@ use super::catalog::{self, Signature, Style};
 #[derive(Debug, Clone, Copy)]
 pub struct Declarations<'a> {
     /// `params`, as the policy gives it.
-    pub params: &'a Value,
+    pub params: &'a Tree<'static>,
     /// The variables evaluated before the expression, so visible to it.
     pub variables: &'a [String],
     /// Every variable of the policy, to explain one used before it is evaluated.
@@ -35,7 +35,7 @@ pub struct Declarations<'a> {
 impl Declarations<'static> {
     /// A policy without params or variables.
     pub const NONE: Declarations<'static> = Declarations {
-        params: &Value::Null,
+        params: &Tree::Null,
         variables: &[],
         all_variables: &[],
     };
@@ -208,16 +208,17 @@ impl Checker<'_> {
     }
 
     fn params_fields(&self, fields: &[&str]) -> Result<(), CheckError> {
-        let no_params = serde_json::Map::new();
-        let mut map = match self.declarations.params {
-            Value::Object(map) => map,
-            Value::Null => &no_params,
+        let no_params = Map::new();
+        let params = self.declarations.params;
+        let mut map = match params.as_map() {
+            Some(map) => map,
+            None if params.is_null() => &no_params,
             // A list or scalar: indexing into it is the evaluation's job.
-            _ => return Ok(()),
+            None => return Ok(()),
         };
         let mut path = String::from("params");
         for field in fields {
-            let Some(next) = map.get(*field) else {
+            let Some(next) = map.get(field) else {
                 let message = if path == "params" && map.is_empty() {
                     format!("params.{field} is not declared: the policy has no spec.params")
                 } else {
@@ -225,10 +226,10 @@ impl Checker<'_> {
                 };
                 return Err(CheckError {
                     message,
-                    hint: Some(hint_among(field, map.keys().map(String::as_str), &path)),
+                    hint: Some(hint_among(field, map.keys(), &path)),
                 });
             };
-            let Value::Object(inner) = next else {
+            let Some(inner) = next.as_map() else {
                 return Ok(());
             };
             path.push('.');

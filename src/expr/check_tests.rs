@@ -1,14 +1,16 @@
 //! The load-time check, one rule at a time: what passes, and what fails with which
 //! message and hint.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{CheckError, Declarations, check};
+use crate::tree::Tree;
 
 /// The policy the cases are checked in: these params, and the variables `first`
 /// and `second`, of which `first` is evaluated before the expression.
 fn checked(source: &str) -> Result<(), CheckError> {
-    let params = json!({"registry": "example.com", "ratios": {"cpu": 2}, "zones": ["a"]});
+    let params =
+        Tree::from(json!({"registry": "example.com", "ratios": {"cpu": 2}, "zones": ["a"]}));
     let all = ["first".to_string(), "second".to_string()];
     let declarations = Declarations {
         params: &params,
@@ -257,7 +259,7 @@ fn variables_refer_to_those_evaluated_before() {
 
 #[test]
 fn nothing_is_reported_for_values_the_shapes_do_not_cover() {
-    let params: Value = json!("a string");
+    let params = Tree::from(json!("a string"));
     let declarations = Declarations {
         params: &params,
         ..Declarations::NONE

@@ -386,17 +386,16 @@ impl VariableResolver for Resolver<'_, '_> {
 /// that binds nothing else and metered as a review's evaluation is.
 fn fold_params(
     root: &cel::IdedExpr,
-    params: &Value,
+    params: &Tree<'static>,
     env: &Arc<Env>,
 ) -> (cel::IdedExpr, fold::Folded) {
     let nothing = Tree::Null;
-    let params = Tree::from(params);
     let scope = Scope::new(Bindings {
         object: &nothing,
         old_object: None,
         namespace_object: None,
         request: &nothing,
-        params: &params,
+        params,
     });
     let unfolded = fold::Folded::default();
     let resolver = Resolver {

@@ -12,11 +12,11 @@ use crate::tree::Tree;
 /// What the tests' policy declares: the keys of [`params`] (and `y`, `b`), and the
 /// variables the tests set.
 fn declarations() -> Declarations<'static> {
-    static PARAMS: LazyLock<Value> = LazyLock::new(|| {
+    static PARAMS: LazyLock<Tree<'static>> = LazyLock::new(|| {
         let mut declared = params();
         declared["y"] = json!(1);
         declared["b"] = json!("b");
-        declared
+        Tree::from(declared)
     });
     static VARIABLES: LazyLock<Vec<String>> = LazyLock::new(|| {
         ["x", "a", "b", "key", "value", "cpuRatio"]

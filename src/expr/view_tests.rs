@@ -48,7 +48,8 @@ fn params() -> Value {
 
 /// What the expressions here may refer to.
 fn declarations() -> Declarations<'static> {
-    static PARAMS: std::sync::LazyLock<Value> = std::sync::LazyLock::new(params);
+    static PARAMS: std::sync::LazyLock<Tree<'static>> =
+        std::sync::LazyLock::new(|| Tree::from(params()));
     Declarations {
         params: &PARAMS,
         variables: &[],

@@ -28,6 +28,9 @@ const MAX_REGEX_CHARS: usize = 4096;
 /// Collects findings for one document.
 struct Compiler<'a> {
     parsed: &'a ParsedDocument,
+    /// `spec.params` as a tree: what expressions are checked and folded against, and
+    /// what they read at admission.
+    params: Tree<'static>,
     findings: &'a mut Vec<Finding>,
     needs: Needs,
     uses_cel: bool,
@@ -44,6 +47,7 @@ struct Compiler<'a> {
 pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<CompiledPolicy> {
     let mut compiler = Compiler {
         parsed,
+        params: Tree::from(&parsed.document.spec.params),
         findings,
         needs: Needs::default(),
         uses_cel: false,
@@ -114,7 +118,7 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
         file: parsed.file.clone(),
         matcher,
         exclude,
-        params: Tree::from(&spec.params),
+        params: compiler.params,
         variables,
         validations,
         mutations,
@@ -245,7 +249,7 @@ impl Compiler<'_> {
     /// What the policy declares for its expressions, as seen from the one compiled now.
     fn declarations(&self) -> Declarations<'_> {
         Declarations {
-            params: &self.parsed.document.spec.params,
+            params: &self.params,
             variables: &self.visible_variables,
             all_variables: &self.all_variables,
         }

@@ -192,13 +192,6 @@ impl<'t> Map<'t> {
         Some(self.entries.remove(at).1)
     }
 
-    /// Keeps the entries `keep` holds to, in their order.
-    pub fn retain(&mut self, mut keep: impl FnMut(&str, &Tree<'t>) -> bool) {
-        self.entries.retain(|(key, value)| keep(key, value));
-        // Positions moved: the index is built again on the next lookup.
-        self.index = OnceLock::new();
-    }
-
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Tree<'t>)> {
         self.entries.iter().map(|(key, value)| (&**key, value))
     }
@@ -207,7 +200,7 @@ impl<'t> Map<'t> {
         self.entries.iter_mut().map(|(key, value)| (&**key, value))
     }
 
-    pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> {
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
         self.entries.iter().map(|(key, _)| &**key)
     }
 
