@@ -8,7 +8,7 @@ use graft::namespaces::NamespaceData;
 use serde_json::{Value, json};
 
 /// Loads `policies` (YAML documents) and evaluates a CREATE of `object` in namespace `ns`.
-fn evaluate(policies: &str, object: Value) -> Evaluation {
+fn evaluate(policies: &str, object: Value) -> Evaluation<'static> {
     evaluate_request(policies, |options| options, object)
 }
 
@@ -16,7 +16,7 @@ fn evaluate_request(
     policies: &str,
     configure: impl FnOnce(RequestOptions) -> RequestOptions,
     object: Value,
-) -> Evaluation {
+) -> Evaluation<'static> {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("p.yaml"), policies).unwrap();
     let loaded = graft::policy::load(&[dir.path().to_path_buf()]).unwrap_or_else(|f| panic!("{f}"));
@@ -27,10 +27,10 @@ fn evaluate_request(
     let request: AdmissionRequest = request_for(object, &options, "uid-1");
     let evaluation = engine::evaluate(&request, &NamespaceData::NotLookedUp, &loaded.set);
     // Every patch applies to the original and reproduces the mutated object.
-    if let (Some(original), Some(mutated)) = (&request.object, &evaluation.mutated) {
+    if let (Some(original), Some(mutated)) = (&request.object, evaluation.mutated()) {
         let mut patched = original.to_value();
         json_patch::patch(&mut patched, &evaluation.patch).unwrap();
-        assert_eq!(&patched, mutated);
+        assert_eq!(patched, mutated);
     }
     evaluation
 }
@@ -46,7 +46,7 @@ fn pod() -> Value {
            "spec": {"containers": [{"name": "app", "image": "a"}, {"name": "side", "image": "s"}]}})
 }
 
-fn patch_of(evaluation: &Evaluation) -> Value {
+fn patch_of(evaluation: &Evaluation<'_>) -> Value {
     serde_json::to_value(&evaluation.patch).unwrap()
 }
 
@@ -73,7 +73,7 @@ fn policies_run_by_order_then_name_and_each_sees_the_previous_output() {
         .map(|r| r.policy.as_str())
         .collect();
     assert_eq!(order, ["z-first", "b-second", "a-third", "b-copies"]);
-    let mutated = evaluation.mutated.unwrap();
+    let mutated = evaluation.mutated().unwrap();
     assert_eq!(mutated["metadata"]["labels"]["tier"], "from-a");
     assert_eq!(mutated["metadata"]["labels"]["copied"], "from-a");
     assert_eq!(
@@ -115,7 +115,7 @@ fn ignore_skips_the_whole_policy_with_a_short_warning() {
     );
     let evaluation = evaluate(&policies, pod());
     assert_eq!(evaluation.outcome, Outcome::Allowed);
-    let mutated = evaluation.mutated.unwrap();
+    let mutated = evaluation.mutated().unwrap();
     assert!(mutated["metadata"]["labels"].get("first").is_none());
     assert_eq!(mutated["metadata"]["labels"]["after"], "3");
     assert_eq!(evaluation.warnings.len(), 1);
@@ -143,7 +143,7 @@ fn audit_mode_reports_the_patch_without_applying_it() {
     );
     let evaluation = evaluate(&policies, pod());
     assert!(evaluation.patch.0.is_empty());
-    assert!(evaluation.mutated.is_none());
+    assert!(evaluation.mutated().is_none());
     assert!(!evaluation.audit_annotations.contains_key("mutated-by"));
     let audit: Value =
         serde_json::from_str(&evaluation.audit_annotations["audit-patches"]).unwrap();
@@ -177,7 +177,7 @@ fn a_filter_sets_every_match_and_remove_removes_every_match() {
     );
     let evaluation = evaluate(&policies, pod());
     assert_eq!(
-        evaluation.mutated.unwrap()["spec"]["containers"],
+        evaluation.mutated().unwrap()["spec"]["containers"],
         json!([{"name": "app", "image": "a", "imagePullPolicy": "Always"}])
     );
 }
@@ -237,7 +237,7 @@ fn exclude_with_cel_and_match_cel() {
     let policies = "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata: {name: cel}\nspec:\n  match:\n    resources: [pods]\n    cel: \"size(object.spec.containers) > 1\"\n  exclude:\n    labels: {app: web}\n    cel: \"request.namespace == 'skip'\"\n  mutations:\n    - set: {path: \"$.metadata.labels.many\", value: \"true\"}\n";
     let applied = evaluate(policies, pod());
     assert_eq!(
-        applied.mutated.unwrap()["metadata"]["labels"]["many"],
+        applied.mutated().unwrap()["metadata"]["labels"]["many"],
         "true"
     );
     let excluded = evaluate_request(
@@ -271,7 +271,7 @@ fn a_policy_that_matches_what_a_later_policy_wrote_gets_another_look() {
         "    - set: {path: \"$.metadata.labels.tier\", value: gpu}\n",
     );
     let evaluation = evaluate(&policies, pod());
-    let mutated = evaluation.mutated.clone().unwrap();
+    let mutated = evaluation.mutated().unwrap();
     assert_eq!(mutated["metadata"]["labels"]["seen"], "yes");
     assert_eq!(
         evaluation.audit_annotations["mutated-by"],
@@ -305,7 +305,7 @@ fn a_policy_kept_out_by_its_labels_matches_what_an_earlier_policy_wrote() {
     ) + &reader("reads", "gpu")
         + &reader("never", "cpu");
     let evaluation = evaluate(&policies, pod());
-    let mutated = evaluation.mutated.clone().unwrap();
+    let mutated = evaluation.mutated().unwrap();
     assert_eq!(mutated["metadata"]["labels"]["reads"], "yes");
     assert!(mutated["metadata"]["labels"].get("never").is_none());
     assert_eq!(evaluation.audit_annotations["mutated-by"], "writes,reads");
@@ -339,7 +339,7 @@ fn a_field_test_sees_what_a_later_policy_wrote() {
         "    resources: [pods]\n    labels: {absent: label}\n",
     );
     let evaluation = evaluate(&policies, pod());
-    let mutated = evaluation.mutated.clone().unwrap();
+    let mutated = evaluation.mutated().unwrap();
     assert_eq!(mutated["metadata"]["annotations"]["seen"], "yes");
     assert!(mutated["metadata"]["annotations"].get("never").is_none());
     assert_eq!(
@@ -373,7 +373,7 @@ fn a_policy_blocked_by_a_change_is_looked_at_again_when_the_change_is_undone() {
         "    - set: {path: \"$.metadata.labels.app\", value: web}\n",
     );
     let evaluation = evaluate(&policies, pod());
-    let mutated = evaluation.mutated.expect("p applied");
+    let mutated = evaluation.mutated().expect("p applied");
     assert_eq!(mutated["metadata"]["labels"]["p"], "yes");
     assert_eq!(mutated["metadata"]["labels"]["app"], "web");
     // In the order the policies first matched: p on its second look.
@@ -403,7 +403,7 @@ fn a_policy_unblocked_by_an_earlier_write_runs_in_its_place_in_the_same_pass() {
         "    - set: {path: \"$.metadata.labels.x\", value: c}\n",
     );
     let evaluation = evaluate(&policies, pod());
-    let mutated = evaluation.mutated.expect("changed");
+    let mutated = evaluation.mutated().expect("changed");
     assert_eq!(mutated["metadata"]["labels"]["x"], "c");
     assert_eq!(
         evaluation.audit_annotations["mutated-by"],

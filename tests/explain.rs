@@ -41,7 +41,12 @@ fn pod(labels: Value, annotations: Value) -> Value {
     })
 }
 
-fn run(set: &PolicySet, object: Value, operation: &str, namespace: &NamespaceData) -> Explanation {
+fn run(
+    set: &PolicySet,
+    object: Value,
+    operation: &str,
+    namespace: &NamespaceData,
+) -> Explanation<'static> {
     let options = RequestOptions {
         operation: operation.to_string(),
         namespace: None,

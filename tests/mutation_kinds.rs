@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 /// Loads `policies` (YAML) and evaluates a CREATE of `object`; checks that the patch
 /// applies to the original and that a second review of the result changes nothing.
-fn evaluate(policies: &str, object: Value) -> Evaluation {
+fn evaluate(policies: &str, object: Value) -> Evaluation<'static> {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("p.yaml"), policies).unwrap();
     let loaded = graft::policy::load(&[dir.path().to_path_buf()]).unwrap_or_else(|f| panic!("{f}"));
@@ -23,11 +23,11 @@ fn evaluate(policies: &str, object: Value) -> Evaluation {
         engine::evaluate(&request, &NamespaceData::NotLookedUp, &loaded.set)
     };
     let evaluation = review(object.clone());
-    if let Some(mutated) = &evaluation.mutated {
+    if let Some(mutated) = evaluation.mutated() {
         let mut patched = object.clone();
         json_patch::patch(&mut patched, &evaluation.patch).unwrap();
-        assert_eq!(&patched, mutated);
-        let again = review(mutated.clone());
+        assert_eq!(patched, mutated);
+        let again = review(mutated);
         assert!(again.patch.0.is_empty(), "second pass: {:?}", again.patch);
     }
     evaluation
@@ -49,8 +49,8 @@ fn pod() -> Value {
         ]}})
 }
 
-fn mutated(evaluation: &Evaluation) -> &Value {
-    evaluation.mutated.as_ref().expect("a change")
+fn mutated(evaluation: &Evaluation<'_>) -> Value {
+    evaluation.mutated().expect("a change")
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn a_foreach_failing_at_its_second_element_leaves_the_object_untouched() {
     let evaluation = evaluate(&policies, object);
     assert_eq!(evaluation.outcome, Outcome::Allowed);
     assert!(evaluation.patch.0.is_empty(), "{:?}", evaluation.patch);
-    assert!(evaluation.mutated.is_none());
+    assert!(evaluation.mutated().is_none());
     let PolicyResult::Ignored { reason } = &evaluation.policies[0].result else {
         panic!("{:?}", evaluation.policies);
     };
@@ -284,7 +284,7 @@ fn names_match_the_name_or_else_the_generate_name() {
     let policies = "---\napiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata: {name: named}\nspec:\n  match: {resources: [pods], names: [\"web-*\", exact]}\n  exclude: {names: [web-canary]}\n  mutations:\n    - set: {path: $.metadata.labels.named, value: \"yes\"}\n";
     let named = |metadata: Value| {
         let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": {"containers": []}});
-        evaluate(policies, object).mutated.is_some()
+        evaluate(policies, object).mutated().is_some()
     };
     assert!(named(json!({"name": "web-1"})));
     assert!(named(json!({"name": "exact"})));

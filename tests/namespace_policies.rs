@@ -145,7 +145,7 @@ fn review<'b>(set: &PolicySet, body: &'b [u8], source: &dyn NamespaceSource) -> 
 
 /// The review's object as the policies left it.
 fn object_after(reviewed: &Reviewed<'_>) -> Value {
-    let object = reviewed.review.request.object.as_ref();
+    let object = reviewed.evaluation.object.as_ref();
     object.map(graft::tree::Tree::to_value).expect("an object")
 }
 
@@ -287,7 +287,7 @@ fn a_namespace_matches_on_labels_an_earlier_policy_set() {
     );
     let reviewed = review(&set, &create, &NoNamespaces { hint: "none" });
     assert_eq!(result(&reviewed), "applied");
-    let mutated = reviewed.review.request.object.as_ref().expect("mutated");
+    let mutated = reviewed.evaluation.object.as_ref().expect("mutated");
     let labels = mutated.get("metadata").and_then(|m| m.get("labels"));
     assert_eq!(
         labels.map(graft::tree::Tree::to_value),

@@ -12,6 +12,7 @@ use graft::admission::{self, AdmissionRequest, ResponseReview};
 use graft::engine::Outcome;
 use graft::namespaces::{Namespace, NamespaceMap};
 use graft::policy::PolicySet;
+use graft::tree::Tree;
 use proptest::prelude::*;
 use proptest_cases::config;
 use serde_json::{Map, Value, json};
@@ -506,15 +507,12 @@ fn reviewed_in(
     let reviewed = admission::review(&body, set, namespaces())
         .map_err(|e| TestCaseError::fail(format!("review refused: {e}")))?;
     let patched = check_response(&reviewed.to_json(), version, object)?;
-    // The review's object is the object as the policies left it.
-    let mutated = reviewed
-        .review
-        .request
-        .object
-        .as_ref()
-        .map(graft::tree::Tree::to_value)
-        .filter(|_| !reviewed.evaluation.patch.0.is_empty());
+    // The patch leads from the request's object, which the review keeps as it came, to
+    // the evaluation's.
+    let mutated = reviewed.evaluation.mutated();
     prop_assert_eq!(patched.as_ref(), mutated.as_ref());
+    let original = reviewed.review.request.object.as_ref().map(Tree::to_value);
+    prop_assert_eq!(original.as_ref(), Some(object));
     // The server's parse, which builds only what the policies can see, answers alike.
     let lean = admission::review_lean(&body, set, namespaces())
         .map_err(|e| TestCaseError::fail(format!("lean review refused: {e}")))?;
@@ -537,7 +535,8 @@ fn converges(request: &AdmissionRequest, set: &PolicySet) -> Result<(), TestCase
         .unwrap_or_default();
     json_patch::patch(&mut patched, &first.patch)
         .map_err(|e| TestCaseError::fail(format!("patch does not apply: {e}")))?;
-    prop_assert_eq!(Some(&patched), first.mutated.as_ref());
+    let mutated = first.mutated();
+    prop_assert_eq!(Some(&patched), mutated.as_ref());
     let mut again = request.clone();
     again.object = Some(graft::tree::Tree::from(patched));
     let second = graft::engine::evaluate(&again, &namespace, set);
@@ -674,8 +673,8 @@ proptest! {
         let request = pod_request(object.clone(), "ns");
         let namespace = admission::resolve_namespace(&request, &set, namespaces());
         let evaluation = graft::engine::evaluate(&request, &namespace, &set);
-        let mutated = evaluation.mutated.as_ref().unwrap_or(&object);
-        prop_assert_eq!(&evaluation.patch, &json_patch::diff(&object, mutated));
+        let mutated = evaluation.mutated().unwrap_or_else(|| object.clone());
+        prop_assert_eq!(&evaluation.patch, &json_patch::diff(&object, &mutated));
     }
 }
 

@@ -100,7 +100,8 @@ pub fn check_round_trip(request: &AdmissionRequest<'_>, set: &PolicySet) {
     let mut patched = original.to_value();
     json_patch::patch(&mut patched, &first.patch)
         .unwrap_or_else(|e| panic!("patch does not apply: {e}\npatch: {:?}", first.patch));
-    assert_eq!(Some(&patched), first.mutated.as_ref(), "patch != mutation");
+    let mutated = first.mutated();
+    assert_eq!(Some(&patched), mutated.as_ref(), "patch != mutation");
     let mut again = request.clone();
     again.object = Some(graft::tree::Tree::from(patched));
     let second = graft::engine::evaluate(&again, &namespace, set);

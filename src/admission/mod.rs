@@ -122,7 +122,7 @@ pub struct Review<'t> {
 #[derive(Debug)]
 pub struct Reviewed<'t> {
     pub review: Review<'t>,
-    pub evaluation: Evaluation,
+    pub evaluation: Evaluation<'t>,
     pub response: ResponseReview,
 }
 
@@ -201,17 +201,14 @@ fn resolve(
 }
 
 /// Evaluates a parsed review, with its namespace resolved to `namespace`, and builds the
-/// response review. Afterwards `review.request.object` is the object as the policies
-/// left it (the object as it came when there is no patch), and `evaluation.mutated`
-/// stays empty.
+/// response review. The request keeps the object as it came; `evaluation.object` is the
+/// object as the policies left it.
 pub fn answer<'t>(
-    mut review: Review<'t>,
+    review: Review<'t>,
     namespace: &NamespaceData,
     policies: &PolicySet,
 ) -> Reviewed<'t> {
-    let mut object = review.request.object.take();
-    let evaluation = engine::evaluate_in_place(&review.request, &mut object, namespace, policies);
-    review.request.object = object;
+    let evaluation = engine::evaluate(&review.request, namespace, policies);
     let response = respond(&review, &evaluation, policies);
     Reviewed {
         review,
@@ -220,7 +217,11 @@ pub fn answer<'t>(
     }
 }
 
-fn respond(review: &Review<'_>, evaluation: &Evaluation, policies: &PolicySet) -> ResponseReview {
+fn respond(
+    review: &Review<'_>,
+    evaluation: &Evaluation<'_>,
+    policies: &PolicySet,
+) -> ResponseReview {
     let mut response = AdmissionResponse {
         uid: review.request.uid.clone(),
         allowed: true,

@@ -40,11 +40,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     let mut denied = false;
     for request in input.requests {
-        let object = request
-            .object
-            .as_ref()
-            .map(Tree::to_value)
-            .unwrap_or_default();
         let namespace =
             admission::resolve_namespace(&request, &input.set, input.namespaces.as_ref());
         let evaluation = engine::evaluate(&request, &namespace, &input.set);
@@ -56,7 +51,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             denied = true;
             continue;
         }
-        let mutated = evaluation.mutated.unwrap_or(object);
+        // The object as the policies left it: the request's when nothing changed.
+        let mutated = evaluation
+            .object
+            .as_ref()
+            .map(Tree::to_value)
+            .unwrap_or_default();
         match args.output {
             Output::Yaml => {
                 writeln!(stdout, "---")?;

@@ -341,11 +341,7 @@ fn run_case(
                 Outcome::Denied { message } => Some(message.clone()),
                 Outcome::Allowed => None,
             },
-            object: evaluation
-                .mutated
-                .clone()
-                .or(original)
-                .unwrap_or(Value::Null),
+            object: evaluation.mutated().or(original).unwrap_or(Value::Null),
             patch: serde_json::to_value(&evaluation.patch)?,
             applied: evaluation.applied().map(str::to_string).collect(),
             warnings: evaluation.warnings.clone(),
@@ -394,7 +390,7 @@ fn read_single_object(path: &Path) -> anyhow::Result<Value> {
 fn check_outcome(
     case: &Case,
     base: &Path,
-    evaluation: &Evaluation,
+    evaluation: &Evaluation<'_>,
     original: Option<&Value>,
     problems: &mut Vec<String>,
 ) -> anyhow::Result<()> {
@@ -434,10 +430,8 @@ fn check_outcome(
     }
     if let Some(expected) = expected_object {
         let actual = evaluation
-            .mutated
-            .as_ref()
-            .or(original)
-            .cloned()
+            .mutated()
+            .or_else(|| original.cloned())
             .unwrap_or(Value::Null);
         if actual != expected {
             problems.push(format!(
@@ -461,13 +455,13 @@ fn check_outcome(
 }
 
 /// The patch must apply to the original and give exactly the mutated object.
-fn check_patch_applies(original: &Value, evaluation: &Evaluation, problems: &mut Vec<String>) {
-    let Some(mutated) = &evaluation.mutated else {
+fn check_patch_applies(original: &Value, evaluation: &Evaluation<'_>, problems: &mut Vec<String>) {
+    let Some(mutated) = evaluation.mutated() else {
         return;
     };
     let mut patched = original.clone();
     match json_patch::patch(&mut patched, &evaluation.patch) {
-        Ok(()) if &patched == mutated => {}
+        Ok(()) if patched == mutated => {}
         Ok(()) => problems
             .push("the patch applied to the original does not give the mutated object".to_string()),
         Err(error) => problems.push(format!("the patch does not apply to the original: {error}")),
@@ -477,16 +471,16 @@ fn check_patch_applies(original: &Value, evaluation: &Evaluation, problems: &mut
 /// Running the policies again on their own output must change nothing.
 fn check_converges(
     request: &AdmissionRequest,
-    evaluation: &Evaluation,
+    evaluation: &Evaluation<'_>,
     namespace: &namespaces::NamespaceData,
     set: &PolicySet,
     problems: &mut Vec<String>,
 ) {
-    let Some(mutated) = &evaluation.mutated else {
+    if evaluation.patch.0.is_empty() {
         return;
-    };
+    }
     let mut again = request.clone();
-    again.object = Some(Tree::from(mutated));
+    again.object = evaluation.object.clone();
     let second = engine::evaluate(&again, namespace, set);
     if !second.patch.0.is_empty() {
         problems.push(format!(

@@ -15,7 +15,7 @@ use super::matching::{
     Blocker, RequestBlocker, RequestFacts, object_blocker, request_blocker, request_matches,
 };
 use super::run::PolicyRun;
-use super::{Evaluation, Observer, PolicyResult, evaluate_copy};
+use super::{Evaluation, Observer, PolicyResult, evaluate_observed};
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
@@ -23,8 +23,8 @@ use crate::policy::{CompiledPolicy, PolicySet};
 
 /// The evaluation, and one verdict per policy of the set, in the set's order.
 #[derive(Debug)]
-pub struct Explanation {
-    pub evaluation: Evaluation,
+pub struct Explanation<'t> {
+    pub evaluation: Evaluation<'t>,
     pub policies: Vec<PolicyExplanation>,
 }
 
@@ -69,13 +69,13 @@ impl Verdict {
 }
 
 /// Evaluates `request` as [`super::evaluate`] does and explains every policy of the set.
-pub fn explain(
-    request: &AdmissionRequest<'_>,
+pub fn explain<'t>(
+    request: &AdmissionRequest<'t>,
     namespace: &NamespaceData,
     policies: &PolicySet,
-) -> Explanation {
+) -> Explanation<'t> {
     let mut explainer = Explainer::default();
-    let evaluation = evaluate_copy(request, namespace, policies, &mut explainer);
+    let evaluation = evaluate_observed(request, namespace, policies, &mut explainer);
     let operation = Operation::parse(&request.operation);
     let explained = policies
         .policies()

@@ -83,28 +83,40 @@ pub struct PolicyReport {
 
 /// The result of evaluating one request against a policy set.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Evaluation {
+pub struct Evaluation<'t> {
     pub outcome: Outcome,
-    /// RFC 6902 operations turning the request's object into `mutated`; empty when nothing changed.
+    /// RFC 6902 operations turning the request's object into `object`; empty when nothing changed.
     pub patch: json_patch::Patch,
-    /// The object after every applied policy, when a policy changed it.
-    pub mutated: Option<serde_json::Value>,
+    /// The object as the policies left it. Beside the request's own root, which the
+    /// evaluation never changes, this is the second root: the one the patch leads to.
+    /// It is the request's root itself when no policy changed the object or the request
+    /// is denied, and `None` when the request has no object (DELETE).
+    pub object: Option<Tree<'t>>,
     pub warnings: Vec<String>,
     pub audit_annotations: BTreeMap<String, String>,
     /// One report per matching policy, in evaluation order.
     pub policies: Vec<PolicyReport>,
 }
 
-impl Evaluation {
-    pub fn allowed_unchanged() -> Evaluation {
+impl<'t> Evaluation<'t> {
+    /// Allowed, with the object as it is.
+    fn unchanged(object: Option<Tree<'t>>) -> Evaluation<'t> {
         Evaluation {
             outcome: Outcome::Allowed,
             patch: json_patch::Patch(Vec::new()),
-            mutated: None,
+            object,
             warnings: Vec::new(),
             audit_annotations: BTreeMap::new(),
             policies: Vec::new(),
         }
+    }
+
+    /// The changed object as JSON, when a policy changed it.
+    pub fn mutated(&self) -> Option<serde_json::Value> {
+        if self.patch.0.is_empty() {
+            return None;
+        }
+        self.object.as_ref().map(Tree::to_value)
     }
 
     /// Names of the policies that changed the object.
@@ -118,42 +130,15 @@ impl Evaluation {
 
 /// Evaluates every candidate policy, in order, against the request. `namespace` is what
 /// the caller resolved the request's namespace to
-/// ([`crate::admission::resolve_namespace`]). The request is left as it is; `mutated`
-/// holds the changed object when there is a patch.
-pub fn evaluate(
-    request: &AdmissionRequest<'_>,
-    namespace: &NamespaceData,
-    policies: &PolicySet,
-) -> Evaluation {
-    evaluate_copy(request, namespace, policies, &mut ())
-}
-
-/// [`evaluate`], showing each look at a policy to `observer`.
-fn evaluate_copy(
-    request: &AdmissionRequest<'_>,
-    namespace: &NamespaceData,
-    policies: &PolicySet,
-    observer: &mut impl Observer,
-) -> Evaluation {
-    let mut object = request.object.clone();
-    let mut evaluation = evaluate_observed(request, &mut object, namespace, policies, observer);
-    if !evaluation.patch.0.is_empty() {
-        evaluation.mutated = object.as_ref().map(Tree::to_value);
-    }
-    evaluation
-}
-
-/// Evaluates the request against `object`, the request's object taken out of it, and
-/// changes `object` (`request.object` is not read). Afterwards `object` is the object
-/// as the policies left it, or as it was when the request is denied. `mutated` stays
-/// empty.
-pub fn evaluate_in_place<'t>(
+/// ([`crate::admission::resolve_namespace`]). The request is left as it is: the
+/// evaluation works on its own handle of the request's root (an edit copies the path
+/// to what it changes, never the request's nodes) and returns the root it ends at.
+pub fn evaluate<'t>(
     request: &AdmissionRequest<'t>,
-    object: &mut Option<Tree<'t>>,
     namespace: &NamespaceData,
     policies: &PolicySet,
-) -> Evaluation {
-    evaluate_observed(request, object, namespace, policies, &mut ())
+) -> Evaluation<'t> {
+    evaluate_observed(request, namespace, policies, &mut ())
 }
 
 /// Sees every look the evaluation takes at a policy, for `graft explain`. The server's
@@ -186,17 +171,16 @@ impl Observer for () {
     fn blocked_up_front(&mut self, _: &CompiledPolicy, _: &RequestFacts<'_>, _: &Tree<'_>) {}
 }
 
-/// [`evaluate_in_place`], showing each look at a policy to `observer`.
+/// [`evaluate`], showing each look at a policy to `observer`.
 fn evaluate_observed<'t>(
     request: &AdmissionRequest<'t>,
-    object: &mut Option<Tree<'t>>,
     namespace: &NamespaceData,
     policies: &PolicySet,
     observer: &mut impl Observer,
-) -> Evaluation {
-    let mut evaluation = Evaluation::allowed_unchanged();
+) -> Evaluation<'t> {
+    let mut object = request.object.clone();
     let Some(operation) = Operation::parse(&request.operation) else {
-        return evaluation;
+        return Evaluation::unchanged(object);
     };
     let facts = RequestFacts::of(request, operation, namespace);
     let mut listed = policies
@@ -208,8 +192,9 @@ fn evaluate_observed<'t>(
         )
         .peekable();
     if listed.peek().is_none() {
-        return evaluation;
+        return Evaluation::unchanged(object);
     }
+    let mut evaluation = Evaluation::unchanged(None);
     let subject = match (object.as_mut(), &request.old_object) {
         (Some(object), _) => Subject::Changeable(object),
         (None, Some(old_object)) => Subject::ReadOnly(old_object),
@@ -344,6 +329,8 @@ fn evaluate_observed<'t>(
                     report(&mut evaluation, &standings, entries);
                     // Denied: nothing of what the policies did stays.
                     working.rollback_all();
+                    drop(working);
+                    evaluation.object = object;
                     return evaluation;
                 }
             };
@@ -371,6 +358,8 @@ fn evaluate_observed<'t>(
             .insert("audit-patches".to_string(), json);
     }
     evaluation.patch = working.patch();
+    drop(working);
+    evaluation.object = object;
     evaluation
 }
 
@@ -506,7 +495,7 @@ fn record(
     }
 }
 
-fn report(evaluation: &mut Evaluation, candidates: &[Standing<'_>], entries: Vec<Entry>) {
+fn report(evaluation: &mut Evaluation<'_>, candidates: &[Standing<'_>], entries: Vec<Entry>) {
     for entry in entries {
         if let Some(warning) = entry.warning {
             evaluation.warnings.push(truncate(warning));
