@@ -6,7 +6,6 @@
 //! also leave the object of a request no policy is a candidate for as text. Responses
 //! are serialised straight from typed structs (no intermediate `Value` tree).
 
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{self, Evaluation, Outcome};
@@ -238,7 +237,7 @@ fn respond(
         Outcome::Allowed => {
             if !evaluation.patch.0.is_empty() {
                 let json = serde_json::to_vec(&evaluation.patch).unwrap_or_default();
-                response.patch = Some(base64::engine::general_purpose::STANDARD.encode(json));
+                response.patch = Some(base64_simd::STANDARD.encode_to_string(json));
                 response.patch_type = Some("JSONPatch".to_string());
             }
         }

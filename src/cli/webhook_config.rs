@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use crate::manifests::webhook::{self, FailurePolicy, WebhookOptions};
 use anyhow::Context as _;
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use base64_simd::STANDARD as BASE64;
 
 /// Render the MutatingWebhookConfiguration whose rules cover exactly what the policies can match.
 #[derive(Debug, clap::Args)]
@@ -43,10 +42,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let set = super::input::load_policies(std::slice::from_ref(&args.policies))?;
     let rules = crate::policy::webhook_rules(&set);
     let ca_bundle = match &args.ca_bundle_file {
-        Some(path) => Some(
-            BASE64
-                .encode(fs::read(path).with_context(|| format!("cannot read {}", path.display()))?),
-        ),
+        Some(path) => Some(BASE64.encode_to_string(
+            fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
+        )),
         None => None,
     };
     let options = WebhookOptions {

@@ -9,8 +9,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use base64_simd::STANDARD as BASE64;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose,
@@ -140,9 +139,9 @@ pub fn secret_yaml(bundle: &CertBundle, namespace: &str) -> Result<String, CertE
         },
         "type": "kubernetes.io/tls",
         "data": {
-            "ca.crt": BASE64.encode(&bundle.ca_pem),
-            "tls.crt": BASE64.encode(&bundle.cert_pem),
-            "tls.key": BASE64.encode(&bundle.key_pem),
+            "ca.crt": BASE64.encode_to_string(&bundle.ca_pem),
+            "tls.crt": BASE64.encode_to_string(&bundle.cert_pem),
+            "tls.key": BASE64.encode_to_string(&bundle.key_pem),
         },
     });
     serde_yaml::to_string(&secret).map_err(|source| CertError::Yaml {
@@ -155,7 +154,7 @@ pub fn secret_yaml(bundle: &CertBundle, namespace: &str) -> Result<String, CertE
 ///
 /// Webhooks merge by `name`, so the patch leaves every other field as rendered.
 pub fn cabundle_patch_yaml(ca_pem: &str) -> Result<String, CertError> {
-    let ca_bundle = BASE64.encode(ca_pem);
+    let ca_bundle = BASE64.encode_to_string(ca_pem);
     let webhooks: Vec<serde_json::Value> = [MAIN_WEBHOOK, STATUS_WEBHOOK]
         .iter()
         .map(|name| serde_json::json!({"name": name, "clientConfig": {"caBundle": ca_bundle}}))
@@ -209,6 +208,6 @@ mod tests {
     fn patch_targets_both_webhooks() {
         let patch = cabundle_patch_yaml("PEM").unwrap();
         assert!(patch.contains(MAIN_WEBHOOK) && patch.contains(STATUS_WEBHOOK));
-        assert!(patch.contains(&BASE64.encode("PEM")));
+        assert!(patch.contains(&BASE64.encode_to_string("PEM")));
     }
 }

@@ -66,7 +66,7 @@ pub struct Map<'t> {
 }
 
 /// Up to this many entries a key is found by a scan.
-const SCANNED: usize = 32;
+pub(super) const SCANNED: usize = 32;
 
 /// A copy leaves the index behind: the copy is made to be changed.
 impl Clone for Map<'_> {
@@ -116,6 +116,14 @@ impl<'t> Text<'t> {
 impl<'t> Map<'t> {
     pub fn new() -> Self {
         Map::default()
+    }
+
+    /// A map of `entries`, whose keys are each there once.
+    pub(super) fn from_unique(entries: Vec<(Cow<'t, str>, Tree<'t>)>) -> Self {
+        Map {
+            entries,
+            index: OnceLock::new(),
+        }
     }
 
     pub fn with_capacity(capacity: usize) -> Self {

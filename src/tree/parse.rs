@@ -6,6 +6,7 @@
 //! private `$serde_json::private::RawValue` as more JSON text.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 
-use super::{Map, Text, Tree};
+use super::{Map, SCANNED, Text, Tree};
 
 /// How deep maps and lists may nest: serde_json refuses the 128th map or list inside
 /// another, and a text node's check counts the maps and lists around it too.
@@ -30,7 +31,7 @@ impl<'t> Tree<'t> {
     /// would check it, built when first read.
     pub fn parse_keeping(text: &'t str, kept: &[&str]) -> serde_json::Result<Tree<'t>> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
-        let tree = Build { depth: 0, kept }.deserialize(&mut deserializer)?;
+        let tree = Root { depth: 0, kept }.deserialize(&mut deserializer)?;
         deserializer.end()?;
         Ok(tree)
     }
@@ -44,13 +45,13 @@ pub fn seed<'k>(
     depth: usize,
     kept: &'k [&'k str],
 ) -> impl for<'de> DeserializeSeed<'de, Value = Tree<'de>> + 'k {
-    Build { depth, kept }
+    Root { depth, kept }
 }
 
 /// Reads a value inside a larger JSON text as a text node ([`Tree::Text`]) when it is a
 /// map or list, checked as building it would check it; anything else is built.
 pub fn text_seed(depth: usize) -> impl for<'de> DeserializeSeed<'de, Value = Tree<'de>> {
-    Kept(Build { depth, kept: &[] })
+    Kept { depth }
 }
 
 impl Tree<'static> {
@@ -62,7 +63,7 @@ impl Tree<'static> {
 
 impl<'de: 't, 't> serde::Deserialize<'de> for Tree<'t> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Tree<'t>, D::Error> {
-        Build {
+        Root {
             depth: 0,
             kept: &[],
         }
@@ -70,15 +71,47 @@ impl<'de: 't, 't> serde::Deserialize<'de> for Tree<'t> {
     }
 }
 
-/// Builds a value: `depth` maps and lists enclose it, and the values of the `kept` keys
-/// below it are kept as text.
+/// Builds a value as [`Build`] does, with a stack of its own.
 #[derive(Clone, Copy)]
-struct Build<'k> {
+struct Root<'k> {
     depth: usize,
     kept: &'k [&'k str],
 }
 
-impl Build<'_> {
+impl<'de> DeserializeSeed<'de> for Root<'_> {
+    type Value = Tree<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Tree<'de>, D::Error> {
+        let stack = Stack::default();
+        Build {
+            depth: self.depth,
+            kept: self.kept,
+            stack: &stack,
+        }
+        .deserialize(deserializer)
+    }
+}
+
+/// The entries and items of the maps and lists being read, shared by one whole read: a
+/// map's entries go on top while it is read and move into a vector of their exact
+/// number when it ends, instead of growing a vector of their own a doubling (and a copy)
+/// at a time. A nested map takes what it pushed off again before its parent goes on.
+#[derive(Default)]
+struct Stack<'de> {
+    entries: RefCell<Vec<(Cow<'de, str>, Tree<'de>)>>,
+    items: RefCell<Vec<Tree<'de>>>,
+}
+
+/// Builds a value: `depth` maps and lists enclose it, and the values of the `kept` keys
+/// below it are kept as text.
+#[derive(Clone, Copy)]
+struct Build<'k, 's, 'de> {
+    depth: usize,
+    kept: &'k [&'k str],
+    stack: &'s Stack<'de>,
+}
+
+impl Build<'_, '_, '_> {
     fn below(self) -> Self {
         Build {
             depth: self.depth + 1,
@@ -87,7 +120,7 @@ impl Build<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Build<'_> {
+impl<'de> DeserializeSeed<'de> for Build<'_, '_, 'de> {
     type Value = Tree<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Tree<'de>, D::Error> {
@@ -95,7 +128,7 @@ impl<'de> DeserializeSeed<'de> for Build<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Build<'_> {
+impl<'de> Visitor<'de> for Build<'_, '_, 'de> {
     type Value = Tree<'de>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -132,33 +165,57 @@ impl<'de> Visitor<'de> for Build<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tree<'de>, A::Error> {
-        let mut items = Vec::new();
+        let start = self.stack.items.borrow().len();
         while let Some(item) = seq.next_element_seed(self.below())? {
-            items.push(item);
+            self.stack.items.borrow_mut().push(item);
         }
+        let items = self.stack.items.borrow_mut().split_off(start);
         Ok(Tree::List(Arc::new(items)))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Tree<'de>, A::Error> {
-        let mut map = Map::new();
+        let start = self.stack.entries.borrow().len();
+        // Past `SCANNED` entries, a map that finds its keys by an index instead of a scan.
+        let mut large: Option<Map<'de>> = None;
         while let Some(key) = access.next_key_seed(Key)? {
             let value = if self.kept.contains(&&*key) {
-                access.next_value_seed(Kept(self.below()))?
+                access.next_value_seed(Kept {
+                    depth: self.depth + 1,
+                })?
             } else {
                 access.next_value_seed(self.below())?
             };
             // A key written twice keeps its first place and its last value, as in
             // `serde_json::Value`.
-            map.insert(key, value);
+            if let Some(map) = &mut large {
+                map.insert(key, value);
+                continue;
+            }
+            let mut entries = self.stack.entries.borrow_mut();
+            let read = entries.get_mut(start..).unwrap_or_default();
+            match read.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, earlier)) => *earlier = value,
+                None => entries.push((key, value)),
+            }
+            if entries.len() - start > SCANNED {
+                large = Some(Map::from_unique(entries.split_off(start)));
+            }
         }
+        let map = match large {
+            Some(map) => map,
+            None => Map::from_unique(self.stack.entries.borrow_mut().split_off(start)),
+        };
         Ok(Tree::Map(Arc::new(map)))
     }
 }
 
-/// The value of a kept key: a map or list as a text node, anything else built.
-struct Kept<'k>(Build<'k>);
+/// The value of a kept key, `depth` maps and lists around it: a map or list as a text
+/// node, anything else built.
+struct Kept {
+    depth: usize,
+}
 
-impl<'de> DeserializeSeed<'de> for Kept<'_> {
+impl<'de> DeserializeSeed<'de> for Kept {
     type Value = Tree<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Tree<'de>, D::Error> {
@@ -166,9 +223,15 @@ impl<'de> DeserializeSeed<'de> for Kept<'_> {
         let text = raw.get();
         if !text.starts_with(['{', '[']) {
             let mut scalar = serde_json::Deserializer::from_str(text);
-            return self.0.deserialize(&mut scalar).map_err(de::Error::custom);
+            let scalar_seed = Root {
+                depth: self.depth,
+                kept: &[],
+            };
+            return scalar_seed
+                .deserialize(&mut scalar)
+                .map_err(de::Error::custom);
         }
-        check_kept(text, self.0.depth).map_err(de::Error::custom)?;
+        check_kept(text, self.depth).map_err(de::Error::custom)?;
         Ok(Tree::Text(Arc::new(Text::new(text))))
     }
 }

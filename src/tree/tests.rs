@@ -93,6 +93,36 @@ fn a_key_written_twice_keeps_its_first_place_and_last_value() {
 }
 
 #[test]
+fn maps_and_lists_nested_in_one_another_build_as_serde_json_reads_them() {
+    // The read shares one stack of entries and items between the levels: each level
+    // takes off exactly what it put on, whatever is nested in it.
+    let inner = |n: usize| -> String {
+        let keys: Vec<String> = (0..n)
+            .map(|i| format!(r#""i{i}":[{i},{{"d":{i}}}]"#))
+            .collect();
+        format!("{{{}}}", keys.join(","))
+    };
+    let texts = [
+        r#"{"a":{"x":1,"x":2},"b":[{"y":1},{"y":2,"y":3}],"a":{"z":0}}"#.to_string(),
+        r#"[[],{},[{}],{"":[]},[[[1]],{"k":{"k":{}}}]]"#.to_string(),
+        // A duplicate as the entry that makes a map large enough to index, then after.
+        format!(
+            r#"{{{},"k0":"again","k40":1,"k1":"again"}}"#,
+            (0..SCANNED)
+                .map(|i| format!(r#""k{i}":{}"#, inner(i % 4)))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    ];
+    for text in texts {
+        let tree = Tree::parse(&text).unwrap();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(tree.to_value(), value, "{text}");
+        assert_eq!(serde_json::to_string(&tree).unwrap(), value.to_string());
+    }
+}
+
+#[test]
 fn an_edit_copies_only_the_path_to_what_it_changes() {
     let original = tree(&json!({
         "metadata": {"labels": {"a": "1"}, "annotations": {"x": "y"}},
