@@ -32,6 +32,24 @@ fn evaluate_request(
         json_patch::patch(&mut patched, &evaluation.patch).unwrap();
         assert_eq!(patched, mutated);
     }
+    // The request keeps its own root. The evaluation's is that root itself when no
+    // policy's change stayed, and a root of its own when the patch changes something.
+    let (original, object) = match (&request.object, &evaluation.object) {
+        (Some(original), Some(object)) => (original, object),
+        (None, None) => return evaluation,
+        _ => panic!("the evaluation has an object exactly when the request has one"),
+    };
+    let kept = evaluation.applied().next().is_none()
+        || matches!(evaluation.outcome, Outcome::Denied { .. });
+    if kept {
+        assert!(
+            object.same(original),
+            "no change stayed: the request's root"
+        );
+    }
+    if !evaluation.patch.0.is_empty() {
+        assert!(!object.same(original), "a patch leads to a root of its own");
+    }
     evaluation
 }
 
