@@ -68,6 +68,71 @@ fn foreach_sets_a_field_on_every_element_its_when_selects() {
 }
 
 #[test]
+fn an_element_is_the_value_it_views_to_every_kind_of_expression() {
+    // `element` is read in place, as `object` is: whole-value equality, indexing, `has`,
+    // paths below it, functions over it and scalar elements must see what a converted
+    // value would show.
+    let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+    "spec": {"containers": [
+        {"name": "app", "image": "a", "resources": {"limits": {"cpu": "2"}}, "args": ["x", "y"]},
+        {"name": "side", "image": "s", "ports": [{"containerPort": 80}]}
+    ]}});
+    let mutation = |when: &str| {
+        format!(
+            "    - foreach: \"$.spec.containers[*]\"\n      when: \"{when}\"\n      set: {{path: \"@.hit\", value: \"{{{{ string(index) }}}}\"}}\n"
+        )
+    };
+    let hits = |when: &str| -> Vec<Value> {
+        let evaluation = evaluate(&policy("p", "", &mutation(when)), object.clone());
+        let containers = evaluation
+            .mutated()
+            .map(|mutated| mutated["spec"]["containers"].clone())
+            .unwrap_or_else(|| object["spec"]["containers"].clone());
+        containers
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|container| container["hit"].clone())
+            .collect()
+    };
+    let first = vec![json!("0"), Value::Null];
+    let second = vec![Value::Null, json!("1")];
+    assert_eq!(
+        hits("element == {'name': 'side', 'image': 's', 'ports': [{'containerPort': 80}]}"),
+        second
+    );
+    assert_eq!(hits("element['name'] == 'app'"), first);
+    assert_eq!(hits("has(element.ports)"), second);
+    assert_eq!(
+        hits("has(element.resources) && element.resources.limits.cpu == '2'"),
+        first
+    );
+    assert_eq!(
+        hits("element.?resources.?limits.cpu.orValue('') == '2'"),
+        first
+    );
+    assert_eq!(hits("size(element) == 3"), second);
+    assert_eq!(hits("element.exists(k, k == 'args')"), first);
+    assert_eq!(hits("'y' in element.?args.orValue([])"), first);
+    assert_eq!(
+        hits("index == 1 && element.ports[0].containerPort == 80"),
+        second
+    );
+
+    // A scalar element.
+    let policies = policy(
+        "args",
+        "",
+        "    - foreach: \"$.spec.containers[0].args[*]\"\n      when: \"element == 'y' && index == 1\"\n      set: {path: \"@\", value: \"{{ element + '!' }}\"}\n",
+    );
+    let evaluation = evaluate(&policies, object.clone());
+    assert_eq!(
+        mutated(&evaluation)["spec"]["containers"][0]["args"],
+        json!(["x", "y!"])
+    );
+}
+
+#[test]
 fn foreach_templates_see_the_element_and_its_index() {
     let policies = policy(
         "registry",

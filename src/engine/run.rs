@@ -352,11 +352,11 @@ fn look<'p>(
 /// Evaluates the CEL parts: match and exclude conditions, variables, validations,
 /// `when` guards and templates. `Ok(Err(blocker))` when the CEL conditions say the
 /// policy does not apply.
-fn plan_policy<'p>(
+fn plan_policy<'p, 'a>(
     policy: &'p CompiledPolicy,
-    object: &Tree<'_>,
+    object: &'a Tree<'a>,
     excluded_declaratively: bool,
-    mut scope: Option<&mut Scope<'_>>,
+    mut scope: Option<&mut Scope<'a>>,
 ) -> Result<Result<Vec<Planned<'p>>, Blocker<'p>>, Failure> {
     if let Some(condition) = &policy.matcher.cel
         && !condition_holds(scope.as_deref(), condition, "spec.match.cel")?
@@ -411,11 +411,11 @@ fn plan_policy<'p>(
 
 /// Plans a `foreach` mutation: `element` and `index` are bound for each selected
 /// element in turn, and unbound afterwards.
-fn plan_foreach<'p>(
+fn plan_foreach<'p, 'a>(
     mutation: &'p CompiledMutation,
     foreach: &'p Foreach,
-    object: &Tree<'_>,
-    mut scope: Option<&mut Scope<'_>>,
+    object: &'a Tree<'a>,
+    mut scope: Option<&mut Scope<'a>>,
 ) -> Result<Planned<'p>, Failure> {
     let locations = foreach
         .path
@@ -423,7 +423,7 @@ fn plan_foreach<'p>(
         .map_err(|e| failure(&foreach.field, e))?;
     let mut targets = Vec::with_capacity(locations.len());
     let mut planned = Ok(());
-    // Converting each element costs: only when the mutation's CEL reads it.
+    // Bound only when the mutation's CEL reads it.
     let binds_element = reads_element(mutation);
     for (position, location) in locations.iter().enumerate() {
         let element = jsonpath::get(object, location).unwrap_or(&Tree::Null);

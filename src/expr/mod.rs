@@ -2,8 +2,8 @@
 //!
 //! - [`Expression`]: one compiled CEL program and the variables it refers to ([`Needs`]).
 //! - [`Scope`]: the variables of one policy evaluation (`object`, `oldObject`,
-//!   `namespaceObject`, `request`, `params`, `variables`), shared by all of that policy's
-//!   expressions.
+//!   `namespaceObject`, `request`, `params`, `variables`, and under `foreach` `element`
+//!   and `index`), shared by all of that policy's expressions.
 //! - [`template::Template`]: a JSON value whose strings may hold `{{ expr }}`.
 //! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`,
 //!   `parseImageReference`, ...), thin wrappers over [`crate::k8s`].
@@ -12,9 +12,10 @@
 //! - `check` and `catalog`: the load-time check that every name an expression uses exists.
 //!
 //! Converting the request's JSON into CEL values used to be the dominant cost of an
-//! evaluation, so a scope hands the JSON bindings to CEL as views ([`view`]) that read the
-//! JSON in place and convert a map or list one level at a time, only when an expression
-//! looks into it. Strings are borrowed from the request, never copied.
+//! evaluation, so a scope hands the tree bindings (a `foreach` element too) to CEL as
+//! views ([`view`]) that read the tree in place and convert a map or list one level at a
+//! time, only when an expression looks into it. Strings are borrowed from the request,
+//! never copied.
 
 mod catalog;
 pub mod check;
@@ -234,8 +235,8 @@ pub struct Bindings<'a> {
     pub params: &'a Tree<'a>,
 }
 
-/// `element` and `index`, converted once per element.
-type Element = (Box<dyn Val + 'static>, Box<dyn Val + 'static>);
+/// `element`, a view of the element's tree like the other tree bindings, and `index`.
+type Element<'a> = (view::Node<'a>, Box<dyn Val + 'static>);
 
 /// One policy evaluation's CEL context: built once, used for all of the policy's expressions.
 pub struct Scope<'a> {
@@ -260,7 +261,7 @@ struct Vars<'a> {
     /// later evaluation that refers to `variables`.
     variables_error: Option<ExprError>,
     /// `element` and `index`, while a `foreach` mutation's element is evaluated.
-    element: Option<Result<Element, ExprError>>,
+    element: Option<Element<'a>>,
 }
 
 impl<'a> Scope<'a> {
@@ -297,11 +298,13 @@ impl<'a> Scope<'a> {
         self.vars.variables = CelMap::from(map);
     }
 
-    /// Binds `element` and `index` for the evaluations that follow, or unbinds them.
-    pub fn set_element(&mut self, element: Option<(&Tree<'_>, i64)>) {
+    /// Binds `element` and `index` for the evaluations that follow, or unbinds them. The
+    /// element is viewed where it is in the object, as `object` is: read in place and
+    /// converted a level at a time only as far as CEL looks into it.
+    pub fn set_element(&mut self, element: Option<(&'a Tree<'a>, i64)>) {
         self.vars.element = element.map(|(value, index)| {
             let index: Box<dyn Val + 'static> = Box::new(cel::common::types::CelInt::from(index));
-            convert::json_to_owned_val(&value.to_value()).map(|value| (value, index))
+            (view::Node::of(value), index)
         });
     }
 
@@ -336,14 +339,9 @@ impl<'a> Scope<'a> {
 }
 
 impl<'a> Vars<'a> {
-    /// Fails with the error of a variable `needs` names that could not be converted:
-    /// `element`, or one of `variables`. The JSON bindings are viewed, which cannot fail.
+    /// Fails with the error of a variable `needs` names that could not be converted: one
+    /// of `variables`. The tree bindings and `element` are viewed, which cannot fail.
     fn prepare(&self, needs: Needs) -> Result<(), ExprError> {
-        if needs.element
-            && let Some(Err(error)) = &self.element
-        {
-            return Err(error.clone());
-        }
         match &self.variables_error {
             Some(error) if needs.variables => Err(error.clone()),
             _ => Ok(()),
@@ -432,6 +430,10 @@ impl Vars<'_> {
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
         let mut segments = variable.split('.');
         let root = segments.next()?;
+        if root == "element" {
+            let (element, _) = self.element.as_ref()?;
+            return Some(CowVal::Borrowed(element.path(segments)?.as_val()));
+        }
         let json = |cell, json| self.lookup(cell, json, segments);
         match root {
             "object" => return json(&self.object, Some(self.bindings.object)),
@@ -445,14 +447,9 @@ impl Vars<'_> {
         }
         match variable {
             "variables" => Some(CowVal::Borrowed(&self.variables)),
-            "element" | "index" => {
-                let (element, index) = self.element.as_ref()?.as_ref().ok()?;
-                let value = if variable == "element" {
-                    element
-                } else {
-                    index
-                };
-                Some(CowVal::Borrowed(value.as_ref()))
+            "index" => {
+                let (_, index) = self.element.as_ref()?;
+                Some(CowVal::Borrowed(index.as_ref()))
             }
             _ => None,
         }
