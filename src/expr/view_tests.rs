@@ -267,6 +267,26 @@ fn optionals() {
     ]);
 }
 
+/// An optional selection hands cel an owned copy of the view (`optional.of(b)` of a
+/// field `b`), which cel converts to index: the copies must read as the converted value
+/// does, however many there are.
+#[test]
+fn copies_of_a_view_read_alike() {
+    same(&[
+        "object.metadata.?labels.app.orValue('') + object.metadata.?labels.tier.orValue('')",
+        "object.metadata.?labels.value() == {'app': 'web', 'tier': 'front'} && object.metadata.?labels['app'].orValue('') == 'web'",
+        "[object.metadata.?labels, object.metadata.?labels].map(o, o.orValue({}).size())",
+        "object.metadata.?labels[1].orValue('n')",
+        "object.spec.?containers[1].name.orValue('')",
+        "object.spec.?containers.value()[0].ports[0].containerPort",
+        "object.spec.?containers.value().size() + object.spec.?containers.value().size()",
+        "object.spec.?nested[0][1].orValue(0)",
+        "object.spec.?containers[5].orValue('none')",
+        "object.spec.?containers['x'].orValue('bad')",
+        "object.spec.?containers.value()[0] == object.spec.containers[0]",
+    ]);
+}
+
 #[test]
 fn functions_and_operators_that_take_whole_values() {
     same(&[
