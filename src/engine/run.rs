@@ -423,8 +423,6 @@ fn plan_foreach<'p, 'a>(
         .map_err(|e| failure(&foreach.field, e))?;
     let mut targets = Vec::with_capacity(locations.len());
     let mut planned = Ok(());
-    // Bound only when the mutation's CEL reads it.
-    let binds_element = reads_element(mutation);
     for (position, location) in locations.iter().enumerate() {
         let element = jsonpath::get(object, location).unwrap_or(&Tree::Null);
         // An element's index is its position in its list; a value of a map has none,
@@ -433,9 +431,9 @@ fn plan_foreach<'p, 'a>(
             Some(Token::Index(index)) => *index,
             _ => position as i64,
         };
-        if let Some(scope) = scope.as_deref_mut()
-            && binds_element
-        {
+        // A view of the element where it is: binding it costs nothing the mutation's
+        // CEL does not read.
+        if let Some(scope) = scope.as_deref_mut() {
             scope.set_element(Some((element, index)));
         }
         let at = format!(" (element {})", jsonpath::display(location));
@@ -457,24 +455,6 @@ fn plan_foreach<'p, 'a>(
         foreach: Some((foreach, locations)),
         targets,
     })
-}
-
-/// Whether the mutation's `when` or template refers to `element` or `index`.
-fn reads_element(mutation: &CompiledMutation) -> bool {
-    let template = match &mutation.kind {
-        MutationKind::Set { value, .. }
-        | MutationKind::Merge { value, .. }
-        | MutationKind::Append { value, .. } => match value {
-            ValueSource::Template(template) => template.needs().element,
-            ValueSource::Literal(_) => false,
-        },
-        MutationKind::Remove { .. } | MutationKind::JsonPatch(_) => false,
-    };
-    template
-        || mutation
-            .when
-            .as_ref()
-            .is_some_and(|when| when.needs().element)
 }
 
 /// Evaluates a mutation's `when` and renders its value for one target; `None` when
