@@ -54,8 +54,13 @@ fn evaluate_request(
 }
 
 fn policy(name: &str, extra_spec: &str, mutations: &str) -> String {
+    policy_matching(name, extra_spec, "", mutations)
+}
+
+/// [`policy`], its `match` also holding `conditions` (lines under `match:`).
+fn policy_matching(name: &str, extra_spec: &str, conditions: &str, mutations: &str) -> String {
     format!(
-        "---\napiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata:\n  name: {name}\nspec:\n{extra_spec}  match:\n    resources: [pods]\n  mutations:\n{mutations}"
+        "---\napiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata:\n  name: {name}\nspec:\n{extra_spec}  match:\n    resources: [pods]\n{conditions}  mutations:\n{mutations}"
     )
 }
 
@@ -275,14 +280,11 @@ fn exclude_with_cel_and_match_cel() {
 #[test]
 fn a_policy_that_matches_what_a_later_policy_wrote_gets_another_look() {
     // `a-reads` runs first and matches only once `b-writes` has added the label.
-    let policies = policy(
+    let policies = policy_matching(
         "a-reads",
         "",
+        "    labels: {tier: gpu}\n",
         "    - set: {path: \"$.metadata.labels.seen\", value: \"yes\"}\n",
-    )
-    .replace(
-        "    resources: [pods]\n",
-        "    resources: [pods]\n    labels: {tier: gpu}\n",
     ) + &policy(
         "b-writes",
         "",
@@ -306,14 +308,11 @@ fn a_policy_kept_out_by_its_labels_matches_what_an_earlier_policy_wrote() {
     // a look; `writes` runs first and adds the label, and `reads` gets its look in the
     // same pass. `never` requires a value nobody writes and stays out.
     let reader = |name: &str, value: &str| {
-        policy(
+        policy_matching(
             name,
             "",
+            &format!("    labels: {{tier: {value}}}\n"),
             &format!("    - set: {{path: \"$.metadata.labels.{name}\", value: \"yes\"}}\n"),
-        )
-        .replace(
-            "    resources: [pods]\n",
-            &format!("    resources: [pods]\n    labels: {{tier: {value}}}\n"),
         )
     };
     let policies = policy(
@@ -335,26 +334,20 @@ fn a_policy_kept_out_by_its_labels_matches_what_an_earlier_policy_wrote() {
 fn a_field_test_sees_what_a_later_policy_wrote() {
     // `a-reads` tests a field under spec that `b-writes` sets; `c-never` tests a label
     // nobody writes and stays out, whatever else changed.
-    let policies = policy(
+    let policies = policy_matching(
         "a-reads",
         "",
+        "    fields:\n      - {path: \"$.spec.priorityClassName\", equals: gpu}\n",
         "    - set: {path: \"$.metadata.annotations.seen\", value: \"yes\"}\n",
-    )
-    .replace(
-        "    resources: [pods]\n",
-        "    resources: [pods]\n    fields:\n      - {path: \"$.spec.priorityClassName\", equals: gpu}\n",
     ) + &policy(
         "b-writes",
         "",
         "    - set: {path: \"$.spec.priorityClassName\", value: gpu}\n",
-    ) + &policy(
+    ) + &policy_matching(
         "c-never",
         "",
+        "    labels: {absent: label}\n",
         "    - set: {path: \"$.metadata.annotations.never\", value: \"yes\"}\n",
-    )
-    .replace(
-        "    resources: [pods]\n",
-        "    resources: [pods]\n    labels: {absent: label}\n",
     );
     let evaluation = evaluate(&policies, pod());
     let mutated = evaluation.mutated().unwrap();
@@ -377,14 +370,11 @@ fn a_policy_blocked_by_a_change_is_looked_at_again_when_the_change_is_undone() {
         "a",
         "  order: -1\n",
         "    - set: {path: \"$.metadata.labels.app\", value: gpu}\n",
-    ) + &policy(
+    ) + &policy_matching(
         "p",
         "",
+        "    labels: {app: web}\n",
         "    - set: {path: \"$.metadata.labels.p\", value: \"yes\"}\n",
-    )
-    .replace(
-        "    resources: [pods]\n",
-        "    resources: [pods]\n    labels: {app: web}\n",
     ) + &policy(
         "b",
         "  order: 1\n",
@@ -407,14 +397,11 @@ fn a_policy_unblocked_by_an_earlier_write_runs_in_its_place_in_the_same_pass() {
         "a-writes",
         "  order: -1\n",
         "    - set: {path: \"$.metadata.labels.tier\", value: gpu}\n",
-    ) + &policy(
+    ) + &policy_matching(
         "b-reads",
         "",
+        "    labels: {tier: gpu}\n",
         "    - set: {path: \"$.metadata.labels.x\", value: b}\n",
-    )
-    .replace(
-        "    resources: [pods]\n",
-        "    resources: [pods]\n    labels: {tier: gpu}\n",
     ) + &policy(
         "c-last",
         "  order: 1\n",
