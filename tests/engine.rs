@@ -29,7 +29,7 @@ fn evaluate_request(
     // Every patch applies to the original and reproduces the mutated object.
     if let (Some(original), Some(mutated)) = (&request.object, evaluation.mutated()) {
         let mut patched = original.to_value();
-        json_patch::patch(&mut patched, &evaluation.patch).unwrap();
+        json_patch::patch(&mut patched, &evaluation.patch.to_json_patch()).unwrap();
         assert_eq!(patched, mutated);
     }
     // The request keeps its own root. The evaluation's is that root itself when no

@@ -30,7 +30,7 @@ fn evaluate(set: &PolicySet, object: Value) -> Evaluation<'static> {
     let evaluation = review(object.clone());
     if let Some(mutated) = evaluation.mutated() {
         let mut patched = object.clone();
-        json_patch::patch(&mut patched, &evaluation.patch).unwrap();
+        json_patch::patch(&mut patched, &evaluation.patch.to_json_patch()).unwrap();
         assert_eq!(patched, mutated);
         assert!(review(mutated).patch.0.is_empty());
     }

@@ -533,7 +533,7 @@ fn converges(request: &AdmissionRequest, set: &PolicySet) -> Result<(), TestCase
         .as_ref()
         .map(graft::tree::Tree::to_value)
         .unwrap_or_default();
-    json_patch::patch(&mut patched, &first.patch)
+    json_patch::patch(&mut patched, &first.patch.to_json_patch())
         .map_err(|e| TestCaseError::fail(format!("patch does not apply: {e}")))?;
     let mutated = first.mutated();
     prop_assert_eq!(Some(&patched), mutated.as_ref());
@@ -674,7 +674,7 @@ proptest! {
         let namespace = admission::resolve_namespace(&request, &set, namespaces());
         let evaluation = graft::engine::evaluate(&request, &namespace, &set);
         let mutated = evaluation.mutated().unwrap_or_else(|| object.clone());
-        prop_assert_eq!(&evaluation.patch, &json_patch::diff(&object, &mutated));
+        prop_assert_eq!(&evaluation.patch.to_json_patch(), &json_patch::diff(&object, &mutated));
     }
 }
 

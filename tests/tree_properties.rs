@@ -202,8 +202,9 @@ proptest! {
             serde_json::to_value(&patch).unwrap(),
             serde_json::to_value(json_patch::diff(&original, &expected)).unwrap()
         );
+        prop_assert_eq!(patch.to_json_patch(), json_patch::diff(&original, &expected));
         let mut patched = original.clone();
-        json_patch::patch(&mut patched, &patch).unwrap();
+        json_patch::patch(&mut patched, &patch.to_json_patch()).unwrap();
         prop_assert_eq!(patched, expected);
     }
 

@@ -98,7 +98,7 @@ pub fn check_round_trip(request: &AdmissionRequest<'_>, set: &PolicySet) {
     }
     let original = request.object.as_ref().expect("a patch without an object");
     let mut patched = original.to_value();
-    json_patch::patch(&mut patched, &first.patch)
+    json_patch::patch(&mut patched, &first.patch.to_json_patch())
         .unwrap_or_else(|e| panic!("patch does not apply: {e}\npatch: {:?}", first.patch));
     let mutated = first.mutated();
     assert_eq!(Some(&patched), mutated.as_ref(), "patch != mutation");

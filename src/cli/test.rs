@@ -460,7 +460,7 @@ fn check_patch_applies(original: &Value, evaluation: &Evaluation<'_>, problems: 
         return;
     };
     let mut patched = original.clone();
-    match json_patch::patch(&mut patched, &evaluation.patch) {
+    match json_patch::patch(&mut patched, &evaluation.patch.to_json_patch()) {
         Ok(()) if patched == mutated => {}
         Ok(()) => problems
             .push("the patch applied to the original does not give the mutated object".to_string()),

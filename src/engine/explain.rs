@@ -140,7 +140,7 @@ impl Observer for Explainer {
             PolicyRun::Matched(PolicyResult::Applied) => Look::Changed(
                 self.before
                     .as_ref()
-                    .map(|before| crate::tree::diff(before, object))
+                    .map(|before| crate::tree::diff(before, object).to_json_patch())
                     .unwrap_or_default(),
             ),
             PolicyRun::Matched(_) => Look::Other,

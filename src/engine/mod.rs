@@ -25,7 +25,7 @@ use crate::k8s::pod_controllers;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::Operation;
 use crate::policy::{CompiledPolicy, PolicySet};
-use crate::tree::Tree;
+use crate::tree::{self, Tree};
 
 use matching::{Blocker, RequestFacts};
 use run::{EditedObject, PolicyRun, SharedBindings, Subject, run_policy};
@@ -85,8 +85,9 @@ pub struct PolicyReport {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evaluation<'t> {
     pub outcome: Outcome,
-    /// RFC 6902 operations turning the request's object into `object`; empty when nothing changed.
-    pub patch: json_patch::Patch,
+    /// RFC 6902 operations turning the request's object into `object`; empty when nothing
+    /// changed. Their values are `object`'s own nodes.
+    pub patch: tree::Patch<'t>,
     /// The object as the policies left it. Beside the request's own root, which the
     /// evaluation never changes, this is the second root: the one the patch leads to.
     /// It is the request's root itself when no policy changed the object or the request
@@ -103,7 +104,7 @@ impl<'t> Evaluation<'t> {
     fn unchanged(object: Option<Tree<'t>>) -> Evaluation<'t> {
         Evaluation {
             outcome: Outcome::Allowed,
-            patch: json_patch::Patch(Vec::new()),
+            patch: tree::Patch::default(),
             object,
             warnings: Vec::new(),
             audit_annotations: BTreeMap::new(),

@@ -208,7 +208,7 @@ impl<'a, 't> EditedObject<'a, 't> {
     }
 
     /// The patch from the request's object to the object as the policies left it.
-    pub fn patch(&self) -> json_patch::Patch {
+    pub fn patch(&self) -> tree::Patch<'t> {
         tree::diff(self.at(0), self.subject.view())
     }
 }
@@ -334,7 +334,7 @@ fn look<'p>(
         ));
     }
     if policy.mode == Mode::Audit {
-        let patch = tree::diff(&before, object);
+        let patch = tree::diff(&before, object).to_json_patch();
         **object = before;
         return Ok(PolicyRun::Matched(if patch.0.is_empty() {
             PolicyResult::Unchanged
@@ -359,38 +359,37 @@ fn plan_policy<'p, 'a>(
     mut scope: Option<&mut Scope<'a>>,
 ) -> Result<Result<Vec<Planned<'p>>, Blocker<'p>>, Failure> {
     if let Some(condition) = &policy.matcher.cel
-        && !condition_holds(scope.as_deref(), condition, "spec.match.cel")?
+        && !condition_holds(scope.as_deref(), condition, || "spec.match.cel".into())?
     {
         return Ok(Err(Blocker::MatchCel));
     }
     if let Some(exclude) = &policy.exclude
         && excluded_declaratively
         && let Some(condition) = &exclude.cel
-        && condition_holds(scope.as_deref(), condition, "spec.exclude.cel")?
+        && condition_holds(scope.as_deref(), condition, || "spec.exclude.cel".into())?
     {
         return Ok(Err(Blocker::Excluded));
     }
     for (i, variable) in policy.variables.iter().enumerate() {
-        let field = format!("spec.variables[{i}] ({})", variable.name);
         let Some(scope) = scope.as_deref_mut() else {
             break;
         };
         let value = scope
             .evaluate(&variable.expression)
-            .map_err(|e| failure(field, e))?;
+            .map_err(|e| failure(format!("spec.variables[{i}] ({})", variable.name), e))?;
         scope.set_variable(&variable.name, value);
     }
     for (i, validation) in policy.validations.iter().enumerate() {
-        let field = format!("spec.validations[{i}]");
-        if !condition_holds(scope.as_deref(), &validation.expression, &field)? {
-            return Err(failure(field, &validation.message));
+        let field = || format!("spec.validations[{i}]");
+        if !condition_holds(scope.as_deref(), &validation.expression, field)? {
+            return Err(failure(field(), &validation.message));
         }
     }
     let mut plan = Vec::with_capacity(policy.mutations.len());
     for mutation in &policy.mutations {
         let planned = match &mutation.foreach {
             None => {
-                plan_target(mutation, Vec::new(), scope.as_deref(), "")?.map(|target| Planned {
+                plan_target(mutation, Vec::new(), scope.as_deref(), false)?.map(|target| Planned {
                     field: &mutation.field,
                     kind: &mutation.kind,
                     foreach: None,
@@ -436,8 +435,7 @@ fn plan_foreach<'p, 'a>(
         if let Some(scope) = scope.as_deref_mut() {
             scope.set_element(Some((element, index)));
         }
-        let at = format!(" (element {})", jsonpath::display(location));
-        match plan_target(mutation, location.clone(), scope.as_deref(), &at) {
+        match plan_target(mutation, location.clone(), scope.as_deref(), true) {
             Ok(target) => targets.extend(target),
             Err(error) => {
                 planned = Err(error);
@@ -458,19 +456,22 @@ fn plan_foreach<'p, 'a>(
 }
 
 /// Evaluates a mutation's `when` and renders its value for one target; `None` when
-/// `when` is false. `element` names the element in messages (empty at the root).
+/// `when` is false. Under `foreach`, `base` is the element, which messages name.
 fn plan_target(
     mutation: &CompiledMutation,
     base: Vec<Token>,
     scope: Option<&Scope<'_>>,
-    element: &str,
+    foreach: bool,
 ) -> Result<Option<Target>, Failure> {
+    // Written only for a message: a review that fails nothing formats nothing.
+    let element = || match foreach {
+        true => format!(" (element {})", jsonpath::display(&base)),
+        false => String::new(),
+    };
     if let Some(when) = &mutation.when
-        && !condition_holds(
-            scope,
-            when,
-            &format!("{}{element}", when_field(&mutation.field)),
-        )?
+        && !condition_holds(scope, when, || {
+            format!("{}{}", when_field(&mutation.field), element())
+        })?
     {
         return Ok(None);
     }
@@ -488,7 +489,7 @@ fn plan_target(
             Some(
                 template
                     .render(scope)
-                    .map_err(|e| failure(format!("{}.value{element}", mutation.field), e))?,
+                    .map_err(|e| failure(format!("{}.value{}", mutation.field, element()), e))?,
             )
         }
         None => None,
@@ -496,15 +497,16 @@ fn plan_target(
     Ok(Some(Target { base, value }))
 }
 
+/// Evaluates `condition`; `field` names it in the failure, if there is one.
 fn condition_holds(
     scope: Option<&Scope<'_>>,
     condition: &Expression,
-    field: &str,
+    field: impl Fn() -> String,
 ) -> Result<bool, Failure> {
-    let scope = scope.ok_or_else(|| failure(field, "expression needs a CEL scope"))?;
+    let scope = scope.ok_or_else(|| failure(field(), "expression needs a CEL scope"))?;
     scope
         .evaluate_bool(condition)
-        .map_err(|e| failure(field, e))
+        .map_err(|e| failure(field(), e))
 }
 
 fn apply(editor: &mut Editor<'_, '_>, plan: Vec<Planned<'_>>) -> Result<(), Failure> {

@@ -4,28 +4,92 @@
 //! The walk is `json_patch::diff`'s recursion in its order (a map's keys as the right
 //! side lists them, changes and adds, then the left side's keys the right lacks,
 //! removes; a list's items paired by index, then the removes at the first unpaired index
-//! or the adds), with one shortcut: a pair of nodes that is one shared node, or equal
-//! (which a shared node decides at once), is skipped before its path is written. After an
-//! edit copies only the path to what it changed, everything beside that path is shared,
-//! so the diff of a review's object is as long as the paths its policies wrote. It is
-//! `engine/diff.rs`'s walk over `serde_json::Value`, which it replaces when the engine's
-//! object becomes a tree.
+//! or the adds), with one shortcut: a pair of nodes that is one shared node is skipped
+//! before its path is written. After an edit copies only the path to what it changed,
+//! everything beside that path is shared, so the diff of a review's object is as long as
+//! the paths its policies wrote. A pair that is not shared is walked, not compared first:
+//! comparing a changed map's entries before walking into them read each changed path
+//! twice, and an equal pair walks to no operation.
 
 use std::sync::Arc;
 
 use json_patch::jsonptr::PointerBuf;
-use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
+use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::{Map, Tree};
 
+/// RFC 6902 operations whose values are subtrees of the tree they lead to: a value the
+/// diff puts in an operation is that tree's own node, shared, never converted. It
+/// serialises as `json_patch::Patch` does, and [`Patch::to_json_patch`] is that patch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Patch<'t>(pub Vec<Operation<'t>>);
+
+/// One operation of a [`Patch`]; the diff writes no others.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operation<'t> {
+    Add { path: PointerBuf, value: Tree<'t> },
+    Remove { path: PointerBuf },
+    Replace { path: PointerBuf, value: Tree<'t> },
+}
+
+impl Patch<'_> {
+    /// The patch as `json_patch`'s operations, their values converted.
+    pub fn to_json_patch(&self) -> json_patch::Patch {
+        json_patch::Patch(self.0.iter().map(Operation::to_json_patch).collect())
+    }
+}
+
+impl Operation<'_> {
+    fn to_json_patch(&self) -> PatchOperation {
+        match self {
+            Operation::Add { path, value } => PatchOperation::Add(AddOperation {
+                path: path.clone(),
+                value: value.to_value(),
+            }),
+            Operation::Remove { path } => {
+                PatchOperation::Remove(RemoveOperation { path: path.clone() })
+            }
+            Operation::Replace { path, value } => PatchOperation::Replace(ReplaceOperation {
+                path: path.clone(),
+                value: value.to_value(),
+            }),
+        }
+    }
+}
+
+impl Serialize for Patch<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(&self.0)
+    }
+}
+
+/// `{"op": ..., "path": ..., "value": ...}`, in `json_patch`'s order.
+impl Serialize for Operation<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (op, path, value) = match self {
+            Operation::Add { path, value } => ("add", path, Some(value)),
+            Operation::Remove { path } => ("remove", path, None),
+            Operation::Replace { path, value } => ("replace", path, Some(value)),
+        };
+        let mut map = serializer.serialize_map(Some(2 + usize::from(value.is_some())))?;
+        map.serialize_entry("op", op)?;
+        map.serialize_entry("path", path)?;
+        if let Some(value) = value {
+            map.serialize_entry("value", value)?;
+        }
+        map.end()
+    }
+}
+
 /// The operations that turn `left` into `right`.
-pub fn diff(left: &Tree<'_>, right: &Tree<'_>) -> Patch {
+pub fn diff<'t>(left: &Tree<'t>, right: &Tree<'t>) -> Patch<'t> {
     let mut patch = Patch(Vec::new());
     diff_into(left, right, &mut PointerBuf::new(), &mut patch);
     patch
 }
 
-fn diff_into(left: &Tree<'_>, right: &Tree<'_>, at: &mut PointerBuf, patch: &mut Patch) {
+fn diff_into<'t>(left: &Tree<'t>, right: &Tree<'t>, at: &mut PointerBuf, patch: &mut Patch<'t>) {
     if left.same(right) {
         return;
     }
@@ -33,17 +97,22 @@ fn diff_into(left: &Tree<'_>, right: &Tree<'_>, at: &mut PointerBuf, patch: &mut
         (Tree::Map(l), Tree::Map(r)) if !Arc::ptr_eq(l, r) => diff_maps(l, r, at, patch),
         (Tree::List(l), Tree::List(r)) if !Arc::ptr_eq(l, r) => diff_lists(l, r, at, patch),
         (l, r) if l == r => {}
-        (_, r) => patch.0.push(PatchOperation::Replace(ReplaceOperation {
+        (_, _) => patch.0.push(Operation::Replace {
             path: at.clone(),
-            value: r.to_value(),
-        })),
+            value: right.clone(),
+        }),
     }
 }
 
-fn diff_lists(left: &[Tree<'_>], right: &[Tree<'_>], at: &mut PointerBuf, patch: &mut Patch) {
+fn diff_lists<'t>(
+    left: &[Tree<'t>],
+    right: &[Tree<'t>],
+    at: &mut PointerBuf,
+    patch: &mut Patch<'t>,
+) {
     let paired = left.len().min(right.len());
     for (index, (l, r)) in left.iter().zip(right).enumerate() {
-        if l != r {
+        if !l.same(r) {
             at.push_back(index);
             diff_into(l, r, at, patch);
             at.pop_back();
@@ -51,22 +120,20 @@ fn diff_lists(left: &[Tree<'_>], right: &[Tree<'_>], at: &mut PointerBuf, patch:
     }
     for _ in paired..left.len() {
         at.push_back(paired);
-        patch
-            .0
-            .push(PatchOperation::Remove(RemoveOperation { path: at.clone() }));
+        patch.0.push(Operation::Remove { path: at.clone() });
         at.pop_back();
     }
     for (index, r) in right.iter().enumerate().skip(paired) {
         at.push_back(index);
-        patch.0.push(PatchOperation::Add(AddOperation {
+        patch.0.push(Operation::Add {
             path: at.clone(),
-            value: r.to_value(),
-        }));
+            value: r.clone(),
+        });
         at.pop_back();
     }
 }
 
-fn diff_maps(left: &Map<'_>, right: &Map<'_>, at: &mut PointerBuf, patch: &mut Patch) {
+fn diff_maps<'t>(left: &Map<'t>, right: &Map<'t>, at: &mut PointerBuf, patch: &mut Patch<'t>) {
     let mut in_step = left.entries().iter();
     let mut stepping = true;
     let mut paired_in_step = 0;
@@ -82,7 +149,7 @@ fn diff_maps(left: &Map<'_>, right: &Map<'_>, at: &mut PointerBuf, patch: &mut P
             }
         };
         match l {
-            Some(l) if l == r => {}
+            Some(l) if l.same(r) => {}
             Some(l) => {
                 at.push_back(&**key);
                 diff_into(l, r, at, patch);
@@ -90,10 +157,10 @@ fn diff_maps(left: &Map<'_>, right: &Map<'_>, at: &mut PointerBuf, patch: &mut P
             }
             None => {
                 at.push_back(&**key);
-                patch.0.push(PatchOperation::Add(AddOperation {
+                patch.0.push(Operation::Add {
                     path: at.clone(),
-                    value: r.to_value(),
-                }));
+                    value: r.clone(),
+                });
                 at.pop_back();
             }
         }
@@ -105,9 +172,7 @@ fn diff_maps(left: &Map<'_>, right: &Map<'_>, at: &mut PointerBuf, patch: &mut P
     for key in left.keys() {
         if !right.contains_key(key) {
             at.push_back(key);
-            patch
-                .0
-                .push(PatchOperation::Remove(RemoveOperation { path: at.clone() }));
+            patch.0.push(Operation::Remove { path: at.clone() });
             at.pop_back();
         }
     }

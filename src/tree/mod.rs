@@ -31,7 +31,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-pub use diff::diff;
+pub use diff::{Operation, Patch, diff};
 pub use parse::{MAX_DEPTH, seed, text_seed};
 pub use patch::{PatchError, PatchFailure, apply as apply_patch};
 
