@@ -298,8 +298,12 @@ fn run_case(
     let original = request.object.as_ref().map(Tree::to_value);
     let namespace = admission::resolve_namespace(&request, set, namespaces);
     let evaluation = engine::evaluate(&request, &namespace, set);
+    // Converted to JSON once: the expectations, the patch check and an update read it.
+    let mutated = evaluation.mutated();
+    // The object as the policies left it.
+    let object = mutated.as_ref().or(original.as_ref());
     let mut problems = Vec::new();
-    check_outcome(case, base, &evaluation, original.as_ref(), &mut problems)?;
+    check_outcome(case, base, &evaluation, object, &mut problems)?;
     for expected in &case.expect.warnings {
         if !evaluation.warnings.iter().any(|w| w.contains(expected)) {
             problems.push(format!(
@@ -327,7 +331,7 @@ fn run_case(
     }
     let expectation_problems = problems.len();
     if let Some(original) = &original {
-        check_patch_applies(original, &evaluation, &mut problems);
+        check_patch_applies(original, &evaluation, mutated.as_ref(), &mut problems);
         check_converges(&request, &evaluation, &namespace, set, &mut problems);
     }
     if problems.is_empty() {
@@ -341,7 +345,7 @@ fn run_case(
                 Outcome::Denied { message } => Some(message.clone()),
                 Outcome::Allowed => None,
             },
-            object: evaluation.mutated().or(original).unwrap_or(Value::Null),
+            object: object.cloned().unwrap_or(Value::Null),
             patch: serde_json::to_value(&evaluation.patch)?,
             applied: evaluation.applied().map(str::to_string).collect(),
             warnings: evaluation.warnings.clone(),
@@ -391,7 +395,7 @@ fn check_outcome(
     case: &Case,
     base: &Path,
     evaluation: &Evaluation<'_>,
-    original: Option<&Value>,
+    object: Option<&Value>,
     problems: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     let expect = &case.expect;
@@ -429,14 +433,11 @@ fn check_outcome(
         ));
     }
     if let Some(expected) = expected_object {
-        let actual = evaluation
-            .mutated()
-            .or_else(|| original.cloned())
-            .unwrap_or(Value::Null);
-        if actual != expected {
+        let actual = object.unwrap_or(&Value::Null);
+        if *actual != expected {
             problems.push(format!(
                 "object differs (- expected, + actual):\n{}",
-                diff(&expected, &actual)
+                diff(&expected, actual)
             ));
         }
     }
@@ -454,14 +455,20 @@ fn check_outcome(
     Ok(())
 }
 
-/// The patch must apply to the original and give exactly the mutated object.
-fn check_patch_applies(original: &Value, evaluation: &Evaluation<'_>, problems: &mut Vec<String>) {
-    let Some(mutated) = evaluation.mutated() else {
+/// The patch must apply to the original and give exactly the mutated object (`None`
+/// when nothing changed).
+fn check_patch_applies(
+    original: &Value,
+    evaluation: &Evaluation<'_>,
+    mutated: Option<&Value>,
+    problems: &mut Vec<String>,
+) {
+    let Some(mutated) = mutated else {
         return;
     };
     let mut patched = original.clone();
     match json_patch::patch(&mut patched, &evaluation.patch.to_json_patch()) {
-        Ok(()) if patched == mutated => {}
+        Ok(()) if patched == *mutated => {}
         Ok(()) => problems
             .push("the patch applied to the original does not give the mutated object".to_string()),
         Err(error) => problems.push(format!("the patch does not apply to the original: {error}")),
