@@ -25,25 +25,25 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    operation: String,
+    operation: &'static str,
     resource: String,
-    decision: String,
+    decision: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {
-    decision: String,
+    decision: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PolicyLabels {
     policy: String,
-    result: String,
+    result: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
-    result: String,
+    result: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -290,14 +290,14 @@ impl Metrics {
         }
         for result in ReloadResult::ALL {
             let labels = ResultLabels {
-                result: result.as_str().to_string(),
+                result: result.as_str(),
             };
             let _ = policy_reloads.get_or_create(&labels);
             let _ = tls_reloads.get_or_create(&labels);
         }
         for result in EventResult::ALL {
             let _ = events.get_or_create(&ResultLabels {
-                result: result.as_str().to_string(),
+                result: result.as_str(),
             });
         }
 
@@ -325,32 +325,36 @@ impl Metrics {
     pub fn event(&self, result: EventResult) {
         self.events
             .get_or_create(&ResultLabels {
-                result: result.as_str().to_string(),
+                result: result.as_str(),
             })
             .inc();
     }
 
     /// Records one answered review.
-    pub fn review_answered(&self, operation: &str, resource: &str, decision: &str, seconds: f64) {
+    pub fn review_answered(
+        &self,
+        operation: &'static str,
+        resource: &str,
+        decision: &'static str,
+        seconds: f64,
+    ) {
         self.requests
             .get_or_create(&RequestLabels {
-                operation: operation.to_string(),
+                operation,
                 resource: resource.to_string(),
-                decision: decision.to_string(),
+                decision,
             })
             .inc();
         self.duration
-            .get_or_create(&DecisionLabels {
-                decision: decision.to_string(),
-            })
+            .get_or_create(&DecisionLabels { decision })
             .observe(seconds);
     }
 
-    pub fn policy_evaluated(&self, policy: &str, result: &str) {
+    pub fn policy_evaluated(&self, policy: &str, result: &'static str) {
         self.policy_evaluations
             .get_or_create(&PolicyLabels {
                 policy: policy.to_string(),
-                result: result.to_string(),
+                result,
             })
             .inc();
     }
@@ -387,7 +391,7 @@ impl Metrics {
     pub fn policy_reloaded(&self, result: ReloadResult) {
         self.policy_reloads
             .get_or_create(&ResultLabels {
-                result: result.as_str().to_string(),
+                result: result.as_str(),
             })
             .inc();
         if result == ReloadResult::Unchanged {
@@ -422,7 +426,7 @@ impl Metrics {
     pub fn tls_reloaded(&self, result: ReloadResult) {
         self.tls_reloads
             .get_or_create(&ResultLabels {
-                result: result.as_str().to_string(),
+                result: result.as_str(),
             })
             .inc();
     }

@@ -290,10 +290,6 @@ fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant)
         Outcome::Allowed => "allowed",
         Outcome::Denied { .. } => "denied",
     };
-    let resource = match &request.sub_resource {
-        Some(sub) if !sub.is_empty() => format!("{}/{}", request.resource.resource, sub),
-        _ => request.resource.resource.clone(),
-    };
     for report in &evaluation.policies {
         state
             .metrics
@@ -315,6 +311,10 @@ fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant)
     if !tracing::enabled!(tracing::Level::INFO) {
         return;
     }
+    let resource = match &request.sub_resource {
+        Some(sub) if !sub.is_empty() => format!("{}/{}", request.resource.resource, sub),
+        _ => request.resource.resource.clone(),
+    };
     let matched: Vec<&str> = evaluation
         .policies
         .iter()
