@@ -63,18 +63,22 @@ impl<'e, 't> Editor<'e, 't> {
             // Replacing the whole object is refused at compile time.
             return Ok(());
         };
-        // Find the deepest existing ancestor; everything below it is created.
+        // The deepest existing ancestor, in one walk down; everything below it is created.
         let mut depth = 0;
-        while depth < parents.len()
-            && jsonpath::get(self.object, &parents[..=depth]).is_some_and(|v| !v.is_null())
-        {
-            depth += 1;
+        let mut parent: &Tree<'t> = self.object;
+        for token in parents {
+            match jsonpath::child(parent, token) {
+                Some(next) if !next.is_null() => {
+                    parent = next;
+                    depth += 1;
+                }
+                _ => break,
+            }
         }
         if depth < parents.len() {
             let built = build_missing(&at[depth + 1..], value, at)?;
             return self.put(&parents[..=depth], built);
         }
-        let parent = jsonpath::get(self.object, parents).unwrap_or(&Tree::Null);
         match (parent.resolved(), last) {
             (Tree::Map(map), Token::Key(key)) => match map.get(key) {
                 Some(existing) if *existing == value => Ok(()),

@@ -290,15 +290,18 @@ fn singular_tokens(query: &JpQuery) -> Option<Vec<Token>> {
 
 /// The value at `tokens`, if present.
 pub fn get<'a, 't>(document: &'a Tree<'t>, tokens: &[Token]) -> Option<&'a Tree<'t>> {
-    tokens
-        .iter()
-        .try_fold(document, |value, token| match token {
-            Token::Key(key) => value.get(key),
-            Token::Index(index) => {
-                let items = value.as_list()?;
-                items.get(array_index(*index, items.len())?)
-            }
-        })
+    tokens.iter().try_fold(document, child)
+}
+
+/// The value at `token` in `value`, if present.
+pub fn child<'a, 't>(value: &'a Tree<'t>, token: &Token) -> Option<&'a Tree<'t>> {
+    match token {
+        Token::Key(key) => value.get(key),
+        Token::Index(index) => {
+            let items = value.as_list()?;
+            items.get(array_index(*index, items.len())?)
+        }
+    }
 }
 
 /// The value at `tokens`, mutably, if present.
