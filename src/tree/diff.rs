@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use json_patch::jsonptr::PointerBuf;
+use json_patch::jsonptr::{PointerBuf, Token};
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -85,11 +85,33 @@ impl Serialize for Operation<'_> {
 /// The operations that turn `left` into `right`.
 pub fn diff<'t>(left: &Tree<'t>, right: &Tree<'t>) -> Patch<'t> {
     let mut patch = Patch(Vec::new());
-    diff_into(left, right, &mut PointerBuf::new(), &mut patch);
+    diff_into(left, right, &mut Vec::new(), &mut patch);
     patch
 }
 
-fn diff_into<'t>(left: &Tree<'t>, right: &Tree<'t>, at: &mut PointerBuf, patch: &mut Patch<'t>) {
+/// Where the walk is, as the tokens of the path to it: a step in is a push and a step
+/// out a pop, and only an operation's path is written out as a pointer (`PointerBuf`'s
+/// own `pop_back` allocates the token it removes).
+type Path<'a> = Vec<Token<'a>>;
+
+fn pointer(at: &Path<'_>) -> PointerBuf {
+    // Sized once: `PointerBuf::from_tokens` grows its text a token at a time.
+    let length = at.iter().map(|token| 1 + token.encoded().len()).sum();
+    let mut text = String::with_capacity(length);
+    for token in at {
+        text.push('/');
+        text.push_str(token.encoded());
+    }
+    // Encoded tokens after slashes always parse; the fallback only keeps this total.
+    PointerBuf::parse(text).unwrap_or_else(|_| PointerBuf::from_tokens(at))
+}
+
+fn diff_into<'a, 't>(
+    left: &'a Tree<'t>,
+    right: &'a Tree<'t>,
+    at: &mut Path<'a>,
+    patch: &mut Patch<'t>,
+) {
     if left.same(right) {
         return;
     }
@@ -98,42 +120,47 @@ fn diff_into<'t>(left: &Tree<'t>, right: &Tree<'t>, at: &mut PointerBuf, patch: 
         (Tree::List(l), Tree::List(r)) if !Arc::ptr_eq(l, r) => diff_lists(l, r, at, patch),
         (l, r) if l == r => {}
         (_, _) => patch.0.push(Operation::Replace {
-            path: at.clone(),
+            path: pointer(at),
             value: right.clone(),
         }),
     }
 }
 
-fn diff_lists<'t>(
-    left: &[Tree<'t>],
-    right: &[Tree<'t>],
-    at: &mut PointerBuf,
+fn diff_lists<'a, 't>(
+    left: &'a [Tree<'t>],
+    right: &'a [Tree<'t>],
+    at: &mut Path<'a>,
     patch: &mut Patch<'t>,
 ) {
     let paired = left.len().min(right.len());
     for (index, (l, r)) in left.iter().zip(right).enumerate() {
         if !l.same(r) {
-            at.push_back(index);
+            at.push(Token::from(index));
             diff_into(l, r, at, patch);
-            at.pop_back();
+            at.pop();
         }
     }
     for _ in paired..left.len() {
-        at.push_back(paired);
-        patch.0.push(Operation::Remove { path: at.clone() });
-        at.pop_back();
+        at.push(Token::from(paired));
+        patch.0.push(Operation::Remove { path: pointer(at) });
+        at.pop();
     }
     for (index, r) in right.iter().enumerate().skip(paired) {
-        at.push_back(index);
+        at.push(Token::from(index));
         patch.0.push(Operation::Add {
-            path: at.clone(),
+            path: pointer(at),
             value: r.clone(),
         });
-        at.pop_back();
+        at.pop();
     }
 }
 
-fn diff_maps<'t>(left: &Map<'t>, right: &Map<'t>, at: &mut PointerBuf, patch: &mut Patch<'t>) {
+fn diff_maps<'a, 't>(
+    left: &'a Map<'t>,
+    right: &'a Map<'t>,
+    at: &mut Path<'a>,
+    patch: &mut Patch<'t>,
+) {
     let mut in_step = left.entries().iter();
     let mut stepping = true;
     let mut paired_in_step = 0;
@@ -151,17 +178,17 @@ fn diff_maps<'t>(left: &Map<'t>, right: &Map<'t>, at: &mut PointerBuf, patch: &m
         match l {
             Some(l) if l.same(r) => {}
             Some(l) => {
-                at.push_back(&**key);
+                at.push(Token::new(&**key));
                 diff_into(l, r, at, patch);
-                at.pop_back();
+                at.pop();
             }
             None => {
-                at.push_back(&**key);
+                at.push(Token::new(&**key));
                 patch.0.push(Operation::Add {
-                    path: at.clone(),
+                    path: pointer(at),
                     value: r.clone(),
                 });
-                at.pop_back();
+                at.pop();
             }
         }
     }
@@ -171,9 +198,9 @@ fn diff_maps<'t>(left: &Map<'t>, right: &Map<'t>, at: &mut PointerBuf, patch: &m
     }
     for key in left.keys() {
         if !right.contains_key(key) {
-            at.push_back(key);
-            patch.0.push(Operation::Remove { path: at.clone() });
-            at.pop_back();
+            at.push(Token::new(key));
+            patch.0.push(Operation::Remove { path: pointer(at) });
+            at.pop();
         }
     }
 }
