@@ -464,9 +464,12 @@ fn plan_target(
     foreach: bool,
 ) -> Result<Option<Target>, Failure> {
     // Written only for a message: a review that fails nothing formats nothing.
-    let element = || match foreach {
-        true => format!(" (element {})", jsonpath::display(&base)),
-        false => String::new(),
+    let element = || {
+        if foreach {
+            format!(" (element {})", jsonpath::display(&base))
+        } else {
+            String::new()
+        }
     };
     if let Some(when) = &mutation.when
         && !condition_holds(scope, when, || {
