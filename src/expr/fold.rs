@@ -20,11 +20,13 @@
 //! same ten maps to JSON on every review.
 
 use cel::IdedExpr;
-use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedEntryExpr, operators};
+use cel::common::ast::{CallExpr, EntryExpr, Expr, operators};
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt, Kind,
 };
 use cel::common::value::Val;
+
+use super::walk::{self, Rewrite};
 
 /// The values of an expression's folded parts, in the order their names number them.
 #[derive(Debug, Default)]
@@ -107,7 +109,7 @@ struct Folder<'f> {
     inside_failure: bool,
 }
 
-impl Folder<'_> {
+impl Rewrite for Folder<'_> {
     fn visit(&mut self, node: &mut IdedExpr) {
         if worth_folding(&node.expr)
             && !self.shadowed.iter().any(|name| name == "params")
@@ -133,53 +135,34 @@ impl Folder<'_> {
         self.visit_children(node);
     }
 
+    fn shadowed(&mut self) -> &mut Vec<String> {
+        &mut self.shadowed
+    }
+}
+
+impl Folder<'_> {
     fn visit_children(&mut self, node: &mut IdedExpr) {
-        match &mut node.expr {
-            Expr::Call(call) => {
-                // `accumulator + [item]` is the shape the interpreter appends in place:
-                // the list itself must stay a list literal.
-                let appends = call.func_name == operators::ADD
-                    && call.target.is_none()
-                    && matches!(call.args.first().map(|lhs| &lhs.expr),
-                        Some(Expr::Ident(name)) if self.shadowed.contains(name));
-                if let Some(target) = &mut call.target {
-                    self.visit(target);
-                }
-                for (position, arg) in call.args.iter_mut().enumerate() {
-                    match &mut arg.expr {
-                        Expr::List(list) if appends && position == 1 => {
-                            list.elements.iter_mut().for_each(|item| self.visit(item));
-                        }
-                        _ => self.visit(arg),
-                    }
-                }
-                self.prepare_json_argument(call);
-            }
-            Expr::Comprehension(comprehension) => {
-                self.visit(&mut comprehension.iter_range);
-                let bound = [
-                    Some(comprehension.iter_var.clone()),
-                    comprehension.iter_var2.clone(),
-                    Some(comprehension.accu_var.clone()),
-                ];
-                let depth = self.shadowed.len();
-                self.shadowed.extend(bound.into_iter().flatten());
-                for inner in [
-                    &mut comprehension.accu_init,
-                    &mut comprehension.loop_cond,
-                    &mut comprehension.loop_step,
-                    &mut comprehension.result,
-                ] {
-                    self.visit(inner);
-                }
-                self.shadowed.truncate(depth);
-            }
-            Expr::List(list) => list.elements.iter_mut().for_each(|item| self.visit(item)),
-            Expr::Map(map) => self.visit_entries(&mut map.entries),
-            Expr::Struct(s) => self.visit_entries(&mut s.entries),
-            Expr::Select(select) => self.visit(&mut select.operand),
-            Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+        let Expr::Call(call) = &mut node.expr else {
+            return walk::children(self, node);
+        };
+        // `accumulator + [item]` is the shape the interpreter appends in place: the list
+        // itself must stay a list literal.
+        let appends = call.func_name == operators::ADD
+            && call.target.is_none()
+            && matches!(call.args.first().map(|lhs| &lhs.expr),
+                Some(Expr::Ident(name)) if self.shadowed.contains(name));
+        if let Some(target) = &mut call.target {
+            self.visit(target);
         }
+        for (position, arg) in call.args.iter_mut().enumerate() {
+            match &mut arg.expr {
+                Expr::List(list) if appends && position == 1 => {
+                    list.elements.iter_mut().for_each(|item| self.visit(item));
+                }
+                _ => self.visit(arg),
+            }
+        }
+        self.prepare_json_argument(call);
     }
 
     /// A folded value a graft function converts to JSON on entry is converted once,
@@ -199,18 +182,6 @@ impl Folder<'_> {
         };
         if let Some(argument) = super::convert::JsonArgument::of(value.as_ref()) {
             *value = Box::new(argument);
-        }
-    }
-
-    fn visit_entries(&mut self, entries: &mut [IdedEntryExpr]) {
-        for entry in entries {
-            match &mut entry.expr {
-                EntryExpr::StructField(field) => self.visit(&mut field.value),
-                EntryExpr::MapEntry(entry) => {
-                    self.visit(&mut entry.key);
-                    self.visit(&mut entry.value);
-                }
-            }
         }
     }
 }

@@ -15,7 +15,9 @@
 //! evaluation, so a scope hands the tree bindings (a `foreach` element too) to CEL as
 //! views ([`view`]) that read the tree in place and convert a map or list one level at a
 //! time, only when an expression looks into it. Strings are borrowed from the request,
-//! never copied.
+//! never copied. A chain with optional steps or indexes below a binding is followed down
+//! the views by the scope itself ([`paths`]), since cel would convert each level it steps
+//! through.
 
 mod catalog;
 pub mod check;
@@ -27,6 +29,7 @@ pub mod limits;
 pub mod lint;
 mod lists;
 mod net;
+mod paths;
 mod quantities;
 pub mod request_fields;
 pub mod template;
@@ -34,6 +37,7 @@ pub mod template;
 mod tests;
 mod urls;
 mod view;
+mod walk;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -148,10 +152,13 @@ fn environment() -> Result<&'static Arc<Env>, ExprError> {
 pub struct Expression {
     source: String,
     /// The program's expression with its parts that read only `params` folded
-    /// ([`fold`]) and its comprehensions metered ([`cost::meter`]): what is evaluated.
+    /// ([`fold`]), its chains below tree bindings followed by the scope ([`paths`]) and
+    /// its comprehensions metered ([`cost::meter`]): what is evaluated.
     metered: cel::IdedExpr,
     /// The values of the folded parts.
     folded: fold::Folded,
+    /// The chains below tree bindings the scope follows itself ([`paths`]).
+    paths: paths::Paths,
     needs: Needs,
     warnings: Vec<lint::ExprWarning>,
     env: Arc<Env>,
@@ -181,6 +188,7 @@ impl Expression {
         check::check(program.expression(), env, declarations).map_err(ExprError::Check)?;
         let (folded_expression, folded) =
             fold_params(program.expression(), declarations.params, env);
+        let (followed_expression, paths) = paths::rewrite(&folded_expression, &folded);
         let mut warnings = lint::check(program.expression());
         warnings.extend(
             folded
@@ -192,8 +200,9 @@ impl Expression {
             source: source.to_string(),
             warnings,
             needs: Needs::of(&program),
-            metered: cost::meter(&folded_expression),
+            metered: cost::meter(&followed_expression),
             folded,
+            paths,
             env: Arc::clone(env),
         })
     }
@@ -202,6 +211,12 @@ impl Expression {
     #[cfg(test)]
     pub(crate) fn folded_parts(&self) -> usize {
         self.folded.count()
+    }
+
+    /// How many chains below tree bindings the scope follows itself ([`paths`]).
+    #[cfg(test)]
+    pub(crate) fn followed_chains(&self) -> usize {
+        self.paths.count()
     }
 
     /// How many folded parts are a function's argument converted to JSON at load.
@@ -313,6 +328,7 @@ impl<'a> Scope<'a> {
         let resolver = Resolver {
             vars: &self.vars,
             folded: &expression.folded,
+            paths: &expression.paths,
         };
         let mut context = Context::with_env(Arc::clone(&expression.env));
         context.set_variable_resolver(&resolver);
@@ -355,28 +371,52 @@ impl<'a> Vars<'a> {
         json: Option<&'a Tree<'a>>,
         fields: impl Iterator<Item = &'p str>,
     ) -> Option<CowVal<'b, 'b>> {
-        let root = cell.get_or_init(|| match json {
+        Some(CowVal::Borrowed(
+            Self::node(cell, json).path(fields)?.as_val(),
+        ))
+    }
+
+    /// The binding's view, made on first use.
+    fn node<'b>(cell: &'b Lazy<'a>, json: Option<&'a Tree<'a>>) -> &'b view::Node<'a> {
+        cell.get_or_init(|| match json {
             Some(json) => view::Node::of(json),
             // An absent binding (`oldObject` at CREATE) is CEL `null`.
             None => view::Node::Scalar(Box::new(CelNull)),
-        });
-        Some(CowVal::Borrowed(root.path(fields)?.as_val()))
+        })
+    }
+
+    /// The view a followed chain starts from; `None` for `element` outside a `foreach`.
+    fn root(&self, root: paths::Root) -> Option<&view::Node<'a>> {
+        let bindings = &self.bindings;
+        Some(match root {
+            paths::Root::Object => Self::node(&self.object, Some(bindings.object)),
+            paths::Root::OldObject => Self::node(&self.old_object, bindings.old_object),
+            paths::Root::NamespaceObject => {
+                Self::node(&self.namespace_object, bindings.namespace_object)
+            }
+            paths::Root::Request => Self::node(&self.request, Some(bindings.request)),
+            paths::Root::Element => &self.element.as_ref()?.0,
+        })
     }
 }
 
-/// What one evaluation's names resolve to: the scope's variables, and the values of the
-/// expression's folded parts.
+/// What one evaluation's names resolve to: the scope's variables, the values of the
+/// expression's folded parts, and its followed chains.
 struct Resolver<'s, 'a> {
     vars: &'s Vars<'a>,
     folded: &'s fold::Folded,
+    paths: &'s paths::Paths,
 }
 
 impl VariableResolver for Resolver<'_, '_> {
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
-        match self.folded.get(variable) {
-            Some(value) => Some(CowVal::Borrowed(value)),
-            None => self.vars.resolve(variable),
+        if !variable.starts_with('@') {
+            return self.vars.resolve(variable);
         }
+        if let Some(value) = self.folded.get(variable) {
+            return Some(CowVal::Borrowed(value));
+        }
+        self.paths.answer(variable, |root| self.vars.root(root))
     }
 }
 
@@ -396,9 +436,11 @@ fn fold_params(
         params,
     });
     let unfolded = fold::Folded::default();
+    let unfollowed = paths::Paths::default();
     let resolver = Resolver {
         vars: &scope.vars,
         folded: &unfolded,
+        paths: &unfollowed,
     };
     let evaluate = |part: &cel::IdedExpr| {
         let metered = cost::meter(part);
@@ -434,25 +476,42 @@ impl Vars<'_> {
             let (element, _) = self.element.as_ref()?;
             return Some(CowVal::Borrowed(element.path(segments)?.as_val()));
         }
-        let json = |cell, json| self.lookup(cell, json, segments);
+        let bindings = &self.bindings;
         match root {
-            "object" => return json(&self.object, Some(self.bindings.object)),
-            "oldObject" => return json(&self.old_object, self.bindings.old_object),
+            "object" => return self.lookup(&self.object, Some(bindings.object), segments),
+            "oldObject" => return self.lookup(&self.old_object, bindings.old_object, segments),
             "namespaceObject" => {
-                return json(&self.namespace_object, self.bindings.namespace_object);
+                let json = bindings.namespace_object;
+                return self.lookup(&self.namespace_object, json, segments);
             }
-            "request" => return json(&self.request, Some(self.bindings.request)),
-            "params" => return json(&self.params, Some(self.bindings.params)),
+            "request" => return self.lookup(&self.request, Some(bindings.request), segments),
+            "params" => return self.lookup(&self.params, Some(bindings.params), segments),
+            "variables" => return self.variable(segments),
             _ => {}
         }
         match variable {
-            "variables" => Some(CowVal::Borrowed(&self.variables)),
             "index" => {
                 let (_, index) = self.element.as_ref()?;
                 Some(CowVal::Borrowed(index.as_ref()))
             }
             _ => None,
         }
+    }
+
+    /// `variables`, or `variables.NAME` as a whole name: a name not there, or a longer
+    /// path, is left to the shorter names the interpreter asks for next.
+    fn variable<'b, 'p>(
+        &'b self,
+        mut segments: impl Iterator<Item = &'p str>,
+    ) -> Option<CowVal<'b, 'b>> {
+        let Some(name) = segments.next() else {
+            return Some(CowVal::Borrowed(&self.variables));
+        };
+        if segments.next().is_some() {
+            return None;
+        }
+        let key = CelString::from(name);
+        cel::common::traits::Indexer::get(&self.variables, &key).ok()
     }
 }
 

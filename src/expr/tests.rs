@@ -259,6 +259,37 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
     );
 }
 
+/// `variables.NAME` is answered as a whole name; what is below it, and a name that is
+/// not there, read as they do on a map literal.
+#[test]
+fn variables_read_as_a_map_of_them_does() {
+    let (object, request, params) = (
+        Tree::from(pod()),
+        Tree::from(request()),
+        Tree::from(params()),
+    );
+    let mut scope = Scope::new(bindings(&object, &request, &params));
+    scope.set_variable("a", json!(2));
+    scope.set_variable("b", json!({"k": "v", "n": {"x": 1}}));
+    // `x` is declared and never set.
+    let literal = "{'a': 2, 'b': {'k': 'v', 'n': {'x': 1}}}";
+    for path in [
+        "a",
+        "b",
+        "b.k",
+        "b.n.x",
+        "b.?n.x.orValue(0)",
+        "b['k']",
+        "x",
+        "b.missing",
+        "a.k",
+    ] {
+        let via_scope = scope.evaluate(&compile(&format!("variables.{path}")).unwrap());
+        let via_literal = scope.evaluate(&compile(&format!("{literal}.{path}")).unwrap());
+        assert_eq!(via_scope, via_literal, "variables.{path}");
+    }
+}
+
 #[test]
 fn deep_values_error_instead_of_overflowing() {
     let mut deep = json!(1);

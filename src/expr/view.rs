@@ -16,9 +16,10 @@
 //!
 //! Reading one field needs no converted level: a chain of field selections on a
 //! binding, `object.metadata.labels`, is answered as a whole (the interpreter first asks
-//! for the dotted name, and [`Node::path`] follows it down the JSON), and a map's indexer
-//! finds a string key of a small map in the JSON, which is how graft's functions
-//! (`podOrdinal`, `annotationJSON`) read the object they are given.
+//! for the dotted name, and [`Node::path`] follows it down the JSON); a chain with optional
+//! steps or indexes, `object.metadata.?annotations['a']`, is followed the same way
+//! (`super::paths`); and a map's indexer finds a string key in the JSON, which is how
+//! graft's functions (`podOrdinal`, `annotationJSON`) read the object they are given.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, OnceLock};
@@ -120,17 +121,15 @@ impl<'a> MapView<'a> {
         }
     }
 
-    /// The field `key`, read in place. A scan rather than a hash lookup, for the index
-    /// of the field's node; callers keep it to small maps or to one field per evaluation.
-    fn field(&self, key: &str) -> Option<&Node<'a>> {
-        let (index, value) = self
-            .fields()
-            .iter()
-            .enumerate()
-            .find_map(|(index, (k, value))| (k == key).then_some((index, value)))?;
+    /// The field `key`, read in place: found as the tree's map finds it (a scan of a
+    /// small map, its key index in a large one), its node made on first use.
+    pub fn field(&self, key: &str) -> Option<&Node<'a>> {
+        let fields = self.fields();
+        let index = fields.position(key)?;
+        let (_, value) = fields.entries().get(index)?;
         let nodes = self
             .nodes
-            .get_or_init(|| self.fields().iter().map(|_| OnceLock::new()).collect());
+            .get_or_init(|| fields.iter().map(|_| OnceLock::new()).collect());
         Some(nodes.get(index)?.get_or_init(|| Node::of(value)))
     }
 
@@ -225,24 +224,20 @@ impl<'a> Val for MapView<'a> {
     }
 }
 
-/// Up to this many fields, a field is found by a scan of the JSON object ([`MapView::field`]),
-/// which needs no converted level; a larger map is looked up in its converted level, by hash.
-const SCANNED_FIELDS: usize = 32;
-
 impl<'a> Indexer for MapView<'a> {
-    /// A string key of a small map is read in place; anything else is left to the
-    /// converted level, for its numeric fallbacks and errors.
+    /// A string key is read in place; anything else is left to the converted level, for
+    /// its numeric fallbacks and errors.
     fn get<'b, 'v>(&'b self, key: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
     where
         Self: 'v,
     {
         match key.downcast_ref::<CelString>() {
-            Some(name) if self.fields().len() <= SCANNED_FIELDS => match self.field(name.inner()) {
+            Some(name) => match self.field(name.inner()) {
                 Some(node) => Ok(CowVal::Borrowed(node.as_val())),
                 // What the converted map says of a missing string key.
                 None => Err(ExecutionError::NoSuchKey(Arc::new(name.inner().to_owned()))),
             },
-            _ => self.level().get(key),
+            None => self.level().get(key),
         }
     }
 
@@ -287,6 +282,8 @@ pub struct ListView<'a> {
     source: &'a Tree<'a>,
     /// The elements, converted on first use.
     level: OnceLock<CelList<'a>>,
+    /// The items read in place ([`ListView::item`]), each made on first use.
+    nodes: OnceLock<Box<[OnceLock<Node<'a>>]>>,
 }
 
 impl<'a> ListView<'a> {
@@ -294,7 +291,18 @@ impl<'a> ListView<'a> {
         ListView {
             source,
             level: OnceLock::new(),
+            nodes: OnceLock::new(),
         }
+    }
+
+    /// The item at `index`, read in place, its node made on first use.
+    pub fn item(&self, index: usize) -> Option<&Node<'a>> {
+        let items = self.items();
+        let value = items.get(index)?;
+        let nodes = self
+            .nodes
+            .get_or_init(|| items.iter().map(|_| OnceLock::new()).collect());
+        Some(nodes.get(index)?.get_or_init(|| Node::of(value)))
     }
 
     fn items(&self) -> &'a [Tree<'a>] {

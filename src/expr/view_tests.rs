@@ -354,3 +354,131 @@ fn only_the_argument_position_is_prepared() {
     assert_eq!(expression.prepared_json_arguments(), 1);
     same(&[source]);
 }
+
+/// Chains with optional steps or indexes below a binding are followed by the scope
+/// ([`super::paths`]): as written, they give what the interpreter gives, errors
+/// included, however they end.
+#[test]
+fn followed_chains_give_what_the_interpreter_gives() {
+    same(&[
+        "object.metadata.?annotations['a'].orValue('')",
+        "object.metadata.?annotations['missing'].orValue('none')",
+        "object.metadata.?missing['a'].orValue('none')",
+        "object.metadata.?missing['a'].b.c.orValue('none')",
+        "object.spec.containers[0].ports[?3].orValue('none')",
+        "object.spec.containers[0].?ports[0].containerPort.orValue(0)",
+        "object.spec.containers[0].?ports[0].missing.orValue(0)",
+        "object.spec.containers[0].?ports[5].containerPort.orValue(0)",
+        "object.spec.containers[?0].?ports[0]",
+        "object.spec.containers[1].ports[0]",
+        "object.spec.containers[-1].name",
+        "object.spec.?containers[-1].orValue('none')",
+        "object.spec.containers['0']",
+        "object.spec.?containers['0'].orValue('none')",
+        "object.spec.?replicas.x.orValue('none')",
+        "object.spec.?replicas['x'].orValue('none')",
+        "object.spec.?nothing.x",
+        "object.spec.nested[1][0]",
+        "object.spec.nested[1][1]",
+        "object.spec.nested[?1][?1].orValue(-1)",
+        "object.metadata.finalizers[1] + object.metadata.finalizers[0]",
+        "object.metadata.labels[params.names[0]]",
+        "object.spec.containers[params.n - 2].name",
+        "has(object.spec.containers[0].ports)",
+        "object.spec.containers[0] == {'name': 'app', 'image': 'nginx', 'ports': [{'containerPort': 80}]}",
+        "{'name': 'app', 'image': 'nginx', 'ports': [{'containerPort': 80}]} == object.spec.containers[0]",
+        "object.metadata.?labels.value() == {'app': 'web', 'tier': 'front'}",
+        "object.spec.containers.map(c, c.?ports[0].containerPort.orValue(0))",
+        "[object.metadata].map(object, object.?labels['app'].orValue(''))",
+        "[{'labels': {'app': 'other'}}].map(object, object.?labels['app'].orValue(''))",
+        "object.metadata.annotations['a'] + object.?metadata.name.orValue('')",
+    ]);
+}
+
+/// What is followed: each chain with an optional step or an index, as long as it is,
+/// with a constant key; a folded part of `params` is a constant.
+#[test]
+fn which_chains_are_followed() {
+    let counted = [
+        ("object.metadata.name", 0),
+        ("object.metadata.?annotations['a'].orValue('')", 1),
+        ("object.spec.containers[0].ports[0].containerPort", 1),
+        ("object.metadata.labels[params.names[0]]", 1),
+        ("object.metadata.labels[object.metadata.name]", 0),
+        ("object.spec.containers.map(c, c.?ports[0])", 0),
+        ("[object.metadata].map(object, object.?labels)", 0),
+        (
+            "object.?metadata.name.size() + object.spec.containers[1].name.size()",
+            2,
+        ),
+    ];
+    for (source, chains) in counted {
+        let expression = Expression::compile(source, &declarations())
+            .unwrap_or_else(|e| panic!("{source}: {e}"));
+        assert_eq!(expression.followed_chains(), chains, "{source}");
+    }
+}
+
+mod chain_properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::{Expression, declarations, params, with_conversion, with_views};
+
+    /// JSON whose maps use a few keys, so that chains find some of them.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (-3i64..300).prop_map(Value::from),
+            "[a-c]{0,3}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                prop::collection::btree_map("[a-c]", inner, 0..4)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn step() -> impl Strategy<Value = String> {
+        let key = "[a-d]";
+        let index = -1i64..4;
+        prop_oneof![
+            key.prop_map(|k| format!(".{k}")),
+            key.prop_map(|k| format!(".?{k}")),
+            key.prop_map(|k| format!("['{k}']")),
+            key.prop_map(|k| format!("[?'{k}']")),
+            index.clone().prop_map(|i| format!("[{i}]")),
+            index.prop_map(|i| format!("[?{i}]")),
+        ]
+    }
+
+    proptest! {
+        // 512 cases, or `PROPTEST_CASES` for a deeper run.
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn a_followed_chain_gives_what_the_interpreter_gives(
+            entries in prop::collection::btree_map("[a-c]", json_value(), 0..4),
+            steps in prop::collection::vec(step(), 1..5),
+        ) {
+            let object = Value::Object(entries.into_iter().collect());
+            let chain = format!("object{}", steps.concat());
+            for source in [chain.clone(), format!("{chain}.orValue('none')"), format!("[{chain}]")] {
+                let expression = Expression::compile(&source, &declarations()).unwrap();
+                // Followed unless every step is a plain `.field`.
+                let followed = steps.iter().any(|step| !step.starts_with('.') || step.starts_with(".?"));
+                prop_assert_eq!(expression.followed_chains(), usize::from(followed), "{}", source);
+                let expected = with_conversion(&expression, &object, &params());
+                let got = with_views(&expression, &object, &params());
+                prop_assert_eq!(got, expected, "{} on {}", source, json!(object));
+            }
+        }
+    }
+}

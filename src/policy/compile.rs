@@ -350,7 +350,7 @@ impl Compiler<'_> {
                     };
                     self.expression_warnings(&at, expression);
                 }
-                Some(ValueSource::Template(template))
+                Some(ValueSource::Template(Box::new(template)))
             }
             Err(error) => {
                 let at = if error.path.is_empty() {

@@ -276,11 +276,12 @@ pub struct Conditions {
     pub cel: Option<Expression>,
 }
 
-/// A mutation's value: a plain value, or one with `{{ }}` templates to render.
+/// A mutation's value: a plain value, or one with `{{ }}` templates to render (boxed:
+/// a compiled template is ten times a literal's size).
 #[derive(Debug)]
 pub enum ValueSource {
     Literal(Tree<'static>),
-    Template(Template),
+    Template(Box<Template>),
 }
 
 #[derive(Debug)]

@@ -141,7 +141,8 @@ impl<'t> Map<'t> {
         self.entries.is_empty()
     }
 
-    fn position(&self, key: &str) -> Option<usize> {
+    /// Where `key` is among the entries.
+    pub fn position(&self, key: &str) -> Option<usize> {
         if self.entries.len() <= SCANNED {
             return self.entries.iter().position(|(k, _)| &**k == key);
         }
