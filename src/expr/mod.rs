@@ -364,18 +364,6 @@ impl<'a> Vars<'a> {
         }
     }
 
-    /// The binding, or the value at `fields` below it (see [`view::Node::path`]).
-    fn lookup<'b, 'p>(
-        &'b self,
-        cell: &'b Lazy<'a>,
-        json: Option<&'a Tree<'a>>,
-        fields: impl Iterator<Item = &'p str>,
-    ) -> Option<CowVal<'b, 'b>> {
-        Some(CowVal::Borrowed(
-            Self::node(cell, json).path(fields)?.as_val(),
-        ))
-    }
-
     /// The binding's view, made on first use.
     fn node<'b>(cell: &'b Lazy<'a>, json: Option<&'a Tree<'a>>) -> &'b view::Node<'a> {
         cell.get_or_init(|| match json {
@@ -385,7 +373,7 @@ impl<'a> Vars<'a> {
         })
     }
 
-    /// The view a followed chain starts from; `None` for `element` outside a `foreach`.
+    /// The view of a tree binding; `None` for `element` outside a `foreach`.
     fn root(&self, root: paths::Root) -> Option<&view::Node<'a>> {
         let bindings = &self.bindings;
         Some(match root {
@@ -395,6 +383,7 @@ impl<'a> Vars<'a> {
                 Self::node(&self.namespace_object, bindings.namespace_object)
             }
             paths::Root::Request => Self::node(&self.request, Some(bindings.request)),
+            paths::Root::Params => Self::node(&self.params, Some(bindings.params)),
             paths::Root::Element => &self.element.as_ref()?.0,
         })
     }
@@ -471,23 +460,13 @@ impl Vars<'_> {
     /// fields one by one.
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
         let mut segments = variable.split('.');
-        let root = segments.next()?;
-        if root == "element" {
-            let (element, _) = self.element.as_ref()?;
-            return Some(CowVal::Borrowed(element.path(segments)?.as_val()));
+        let name = segments.next()?;
+        if let Some(root) = paths::Root::named(name) {
+            let node = self.root(root)?.path(segments)?;
+            return Some(CowVal::Borrowed(node.as_val()));
         }
-        let bindings = &self.bindings;
-        match root {
-            "object" => return self.lookup(&self.object, Some(bindings.object), segments),
-            "oldObject" => return self.lookup(&self.old_object, bindings.old_object, segments),
-            "namespaceObject" => {
-                let json = bindings.namespace_object;
-                return self.lookup(&self.namespace_object, json, segments);
-            }
-            "request" => return self.lookup(&self.request, Some(bindings.request), segments),
-            "params" => return self.lookup(&self.params, Some(bindings.params), segments),
-            "variables" => return self.variable(segments),
-            _ => {}
+        if name == "variables" {
+            return self.variable(segments);
         }
         match variable {
             "index" => {

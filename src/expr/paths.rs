@@ -31,23 +31,25 @@ use super::walk::{self, Rewrite};
 const FOUND: &str = "@graft_found_";
 const PATH: &str = "@graft_path_";
 
-/// The tree bindings a chain can start from.
+/// The tree bindings, which a chain, or a dotted name, starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Root {
     Object,
     OldObject,
     NamespaceObject,
     Request,
+    Params,
     Element,
 }
 
 impl Root {
-    fn named(name: &str) -> Option<Root> {
+    pub fn named(name: &str) -> Option<Root> {
         Some(match name {
             "object" => Root::Object,
             "oldObject" => Root::OldObject,
             "namespaceObject" => Root::NamespaceObject,
             "request" => Root::Request,
+            "params" => Root::Params,
             "element" => Root::Element,
             _ => return None,
         })
