@@ -10,7 +10,8 @@
 //!   select, match, mutate, diff.
 //! - [`expr`]: CEL expressions and `{{ }}` templates, with the Kubernetes helpers.
 //! - [`k8s`]: Kubernetes value formats (quantities, pod ordinals, Multus annotations).
-//! - [`offline`]: admission requests for objects outside a cluster (`graft apply`, `graft test`).
+//! - [`cli::offline`]: admission requests for objects outside a cluster (`graft apply`,
+//!   `graft test`).
 //! - [`admission`]: AdmissionReview parsing (into trees that build what is read when it is
 //!   first read) and responses; shared by the server and the CLI.
 //! - [`server`]: `graft serve`, the HTTPS admission server (TLS, routes, probes, shutdown).

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use graft::cli::offline::{RequestOptions, request_for};
-use graft::engine::Outcome;
 use graft::engine::explain::{Explanation, Verdict, explain};
+use graft::engine::{Outcome, PolicyResult};
 use graft::namespaces::{Namespace, NamespaceData};
 use graft::policy::PolicySet;
 use serde_json::{Value, json};
@@ -213,7 +213,10 @@ fn applied_policies_show_their_own_patch_and_exclusions_say_what_held() {
         serde_json::to_value(patch).expect("json"),
         json!([{"op": "add", "path": "/metadata/annotations/second", "value": "yes"}])
     );
-    assert_eq!(verdict(&explanation, "already"), &Verdict::Unchanged);
+    assert_eq!(
+        verdict(&explanation, "already"),
+        &Verdict::Matched(PolicyResult::Unchanged)
+    );
     assert_eq!(
         condition(&explanation, "excluded"),
         "excluded: every condition of exclude holds (labels hold)"
@@ -254,14 +257,14 @@ fn failures_and_the_policies_a_denial_cut_short() {
         explanation.evaluation.outcome,
         Outcome::Denied { .. }
     ));
-    let Verdict::Ignored { reason } = verdict(&explanation, "skipped") else {
+    let Verdict::Matched(PolicyResult::Ignored(failure)) = verdict(&explanation, "skipped") else {
         panic!("{explanation:?}");
     };
-    assert!(reason.contains("spec.mutations[0]"), "{reason}");
-    let Verdict::Failed { reason } = verdict(&explanation, "denies") else {
+    assert!(failure.field.starts_with("spec.mutations[0]"), "{failure}");
+    let Verdict::Matched(PolicyResult::Failed(failure)) = verdict(&explanation, "denies") else {
         panic!("{explanation:?}");
     };
-    assert!(reason.contains("never"), "{reason}");
+    assert!(failure.to_string().contains("never"), "{failure}");
     assert_eq!(
         condition(&explanation, "after"),
         "not evaluated: an earlier policy failed and denied the request"

@@ -382,7 +382,7 @@ fn an_unknown_namespace_fails_the_policy_under_fail_and_skips_it_under_ignore() 
     assert!(reviewed.evaluation.patch.0.is_empty());
     assert!(matches!(
         reviewed.evaluation.policies[0].result,
-        PolicyResult::Ignored { .. }
+        PolicyResult::Ignored(_)
     ));
     assert!(
         reviewed.evaluation.warnings[0].starts_with(

@@ -161,7 +161,7 @@ fn a_failing_policy_leaves_the_controller_as_it_was() {
     let evaluation = evaluate(&set, deployment("web"));
     assert!(matches!(
         evaluation.policies[0].result,
-        PolicyResult::Ignored { .. }
+        PolicyResult::Ignored(_)
     ));
     assert!(evaluation.patch.0.is_empty());
 

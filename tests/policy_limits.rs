@@ -83,7 +83,7 @@ fn check_refused(extra: Value, mutations: Value, reason: &str) {
         reviewed.evaluation.patch
     );
     assert!(
-        matches!(&reviewed.evaluation.policies[..], [report] if matches!(report.result, PolicyResult::Ignored { .. })),
+        matches!(&reviewed.evaluation.policies[..], [report] if matches!(report.result, PolicyResult::Ignored(_))),
         "{:?}",
         reviewed.evaluation.policies
     );
@@ -280,7 +280,7 @@ fn cel_evaluation_cost_is_bounded() {
         ) {
             (Outcome::Denied { message }, _) => message.clone(),
             (Outcome::Allowed, [report]) => match &report.result {
-                PolicyResult::Ignored { reason } => reason.clone(),
+                PolicyResult::Ignored(failure) => failure.to_string(),
                 other => panic!("{other:?}"),
             },
             other => panic!("{other:?}"),

@@ -194,31 +194,35 @@ async fn probes_and_metrics() -> Result {
             graft::metrics::Metrics::new(),
         )));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let ops_addr = listener.local_addr()?;
+        let metrics_addr = listener.local_addr()?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let ops = tokio::spawn(graft::server::metrics_listener::serve(
+        let metrics_listener = tokio::spawn(graft::server::metrics_listener::serve(
             listener,
             state.clone(),
             stopped,
         ));
-        assert_eq!(get(ops_addr, "/healthz").await?.0, 200);
-        assert_eq!(get(ops_addr, "/readyz").await?.0, 503);
+        assert_eq!(get(metrics_addr, "/healthz").await?.0, 200);
+        assert_eq!(get(metrics_addr, "/readyz").await?.0, 503);
         state.install_policies(graft::policy::PolicySet::empty());
-        assert_eq!(get(ops_addr, "/readyz").await?.0, 503, "TLS not ready yet");
+        assert_eq!(
+            get(metrics_addr, "/readyz").await?.0,
+            503,
+            "TLS not ready yet"
+        );
         state
             .readiness
             .tls
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        assert_eq!(get(ops_addr, "/readyz").await?.0, 200);
-        assert_eq!(get(ops_addr, "/nope").await?.0, 404);
+        assert_eq!(get(metrics_addr, "/readyz").await?.0, 200);
+        assert_eq!(get(metrics_addr, "/nope").await?.0, 404);
         let _ = stop.send(true);
-        ops.await?;
+        metrics_listener.await?;
 
         // A started server is ready, exposes build info and certificate expiry.
         let setup = setup(|_, _| {}).await?;
-        let ops_addr = setup.server.running.metrics_addr;
-        assert_eq!(get(ops_addr, "/readyz").await?.0, 200);
-        let (status, metrics) = get(ops_addr, "/metrics").await?;
+        let metrics_addr = setup.server.running.metrics_addr;
+        assert_eq!(get(metrics_addr, "/readyz").await?.0, 200);
+        let (status, metrics) = get(metrics_addr, "/metrics").await?;
         assert_eq!(status, 200);
         assert!(metrics.contains("graft_build_info{version=\""), "{metrics}");
         assert!(metrics.contains("graft_policies_loaded 0"), "{metrics}");

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::input::ObjectInput;
 use crate::admission::{self, AdmissionRequest};
-use crate::engine::Outcome;
 use crate::engine::explain::{Explanation, Verdict, explain};
+use crate::engine::{Outcome, PolicyResult};
 use crate::tree::Tree;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -78,16 +78,16 @@ fn text(request: &AdmissionRequest, explanation: &Explanation) -> String {
         out.push_str(&format!("  {}: {}", policy.policy, policy.verdict.label()));
         match &policy.verdict {
             Verdict::NotMatched { condition } => out.push_str(&format!(": {condition}\n")),
-            Verdict::Ignored { reason } | Verdict::Failed { reason } => {
-                out.push_str(&format!(": {reason}\n"));
+            Verdict::Matched(PolicyResult::Ignored(failure) | PolicyResult::Failed(failure)) => {
+                out.push_str(&format!(": {failure}\n"));
             }
-            Verdict::Applied { patch } | Verdict::Audited { patch } => {
+            Verdict::Applied { patch } | Verdict::Matched(PolicyResult::Audited { patch }) => {
                 out.push('\n');
                 for operation in &patch.0 {
                     out.push_str(&format!("      {}\n", patch_line(operation)));
                 }
             }
-            Verdict::Unchanged => out.push('\n'),
+            Verdict::Matched(PolicyResult::Unchanged | PolicyResult::Applied) => out.push('\n'),
         }
     }
     for warning in &evaluation.warnings {
@@ -113,13 +113,15 @@ fn json(request: &AdmissionRequest, explanation: &Explanation) -> Value {
             });
             match &policy.verdict {
                 Verdict::NotMatched { condition } => entry["condition"] = json!(condition),
-                Verdict::Ignored { reason } | Verdict::Failed { reason } => {
-                    entry["reason"] = json!(reason);
+                Verdict::Matched(
+                    PolicyResult::Ignored(failure) | PolicyResult::Failed(failure),
+                ) => {
+                    entry["reason"] = json!(failure.to_string());
                 }
-                Verdict::Applied { patch } | Verdict::Audited { patch } => {
+                Verdict::Applied { patch } | Verdict::Matched(PolicyResult::Audited { patch }) => {
                     entry["patch"] = json!(patch);
                 }
-                Verdict::Unchanged => {}
+                Verdict::Matched(PolicyResult::Unchanged | PolicyResult::Applied) => {}
             }
             entry
         })
@@ -138,7 +140,7 @@ fn json(request: &AdmissionRequest, explanation: &Explanation) -> Value {
 
 /// `Kind namespace/name`, the name being `generateName*` when the object has none yet.
 fn object_name(request: &AdmissionRequest) -> String {
-    let object = request.object.as_ref().or(request.old_object.as_ref());
+    let object = request.subject();
     let metadata = |key: &str| {
         object
             .and_then(|o| o.pointer(&format!("/metadata/{key}")))

@@ -515,7 +515,8 @@ fn remove_at<'t>(object: &mut Tree<'t>, at: &[Token]) -> Option<Tree<'t>> {
     }
 }
 
-fn kind_of(value: &Tree<'_>) -> &'static str {
+/// The JSON type of `value`, as errors name it.
+pub(super) fn kind_of(value: &Tree<'_>) -> &'static str {
     match value.resolved() {
         Tree::Null | Tree::Text(_) => "null",
         Tree::Bool(_) => "boolean",

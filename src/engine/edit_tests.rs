@@ -18,10 +18,10 @@ fn check(
     changed: bool,
 ) {
     let original = Tree::from(&before);
-    let mut document = original.clone();
-    edit(&mut Editor::new(&mut document));
-    assert_eq!(document != original, changed, "changed flag");
-    assert_eq!(document.to_value(), expected);
+    let mut object = original.clone();
+    edit(&mut Editor::new(&mut object));
+    assert_eq!(object != original, changed, "changed flag");
+    assert_eq!(object.to_value(), expected);
     assert_eq!(
         original.to_value(),
         before,
@@ -31,40 +31,40 @@ fn check(
 
 #[test]
 fn set_creates_missing_parents() {
-    let doc = json!({"metadata": {"name": "p"}});
-    let mut doc = Tree::from(doc);
-    let original = doc.clone();
-    let mut editor = Editor::new(&mut doc);
+    let object = json!({"metadata": {"name": "p"}});
+    let mut object = Tree::from(object);
+    let original = object.clone();
+    let mut editor = Editor::new(&mut object);
     editor
         .set(
             &[key("metadata"), key("annotations"), key("a/b")],
             Tree::from(json!("v")),
         )
         .unwrap();
-    assert!(doc != original);
+    assert!(object != original);
     assert_eq!(
-        doc,
+        object,
         json!({"metadata": {"name": "p", "annotations": {"a/b": "v"}}})
     );
 }
 
 #[test]
 fn set_same_value_is_no_change() {
-    let doc = json!({"a": {"b": 1}});
-    let mut doc = Tree::from(doc);
-    let original = doc.clone();
-    let mut editor = Editor::new(&mut doc);
+    let object = json!({"a": {"b": 1}});
+    let mut object = Tree::from(object);
+    let original = object.clone();
+    let mut editor = Editor::new(&mut object);
     editor
         .set(&[key("a"), key("b")], Tree::from(json!(1)))
         .unwrap();
-    assert!(doc == original);
+    assert!(object == original);
 }
 
 #[test]
 fn set_through_a_scalar_is_an_error() {
-    let doc = json!({"a": "text"});
-    let mut doc = Tree::from(doc);
-    let mut editor = Editor::new(&mut doc);
+    let object = json!({"a": "text"});
+    let mut object = Tree::from(object);
+    let mut editor = Editor::new(&mut object);
     let error = editor
         .set(&[key("a"), key("b")], Tree::from(json!(1)))
         .unwrap_err();
@@ -76,9 +76,9 @@ fn set_through_a_scalar_is_an_error() {
 
 #[test]
 fn set_appends_at_list_end_and_refuses_gaps() {
-    let doc = json!({"a": [1]});
-    let mut doc = Tree::from(doc);
-    let mut editor = Editor::new(&mut doc);
+    let object = json!({"a": [1]});
+    let mut object = Tree::from(object);
+    let mut editor = Editor::new(&mut object);
     editor
         .set(&[key("a"), Token::Index(1)], Tree::from(json!(2)))
         .unwrap();
@@ -87,16 +87,16 @@ fn set_appends_at_list_end_and_refuses_gaps() {
             .set(&[key("a"), Token::Index(5)], Tree::from(json!(2)))
             .is_err()
     );
-    assert_eq!(doc, json!({"a": [1, 2]}));
+    assert_eq!(object, json!({"a": [1, 2]}));
 }
 
 /// Containers merge by `name` and a container's ports by `containerPort`, Kubernetes'
 /// merge keys: a new port is added beside the existing one.
 #[test]
 fn merge_named_lists_by_name_and_appends_new_items() {
-    let doc = json!({"spec": {"containers": [{"name": "app", "image": "a", "ports": [{"containerPort": 1}]}]}});
-    let mut doc = Tree::from(doc);
-    let mut editor = Editor::new(&mut doc);
+    let object = json!({"spec": {"containers": [{"name": "app", "image": "a", "ports": [{"containerPort": 1}]}]}});
+    let mut object = Tree::from(object);
+    let mut editor = Editor::new(&mut object);
     editor
         .merge(
             &[],
@@ -107,7 +107,7 @@ fn merge_named_lists_by_name_and_appends_new_items() {
         )
         .unwrap();
     assert_eq!(
-        doc,
+        object,
         json!({"spec": {"containers": [
             {"name": "app", "image": "a", "ports": [{"containerPort": 1}, {"containerPort": 2}]},
             {"name": "side", "image": "s"}
@@ -115,12 +115,16 @@ fn merge_named_lists_by_name_and_appends_new_items() {
     );
 }
 
-fn merged(doc: serde_json::Value, at: &[Token], fragment: serde_json::Value) -> serde_json::Value {
-    let mut doc = Tree::from(doc);
-    Editor::new(&mut doc)
+fn merged(
+    object: serde_json::Value,
+    at: &[Token],
+    fragment: serde_json::Value,
+) -> serde_json::Value {
+    let mut object = Tree::from(object);
+    Editor::new(&mut object)
         .merge(at, Tree::from(fragment))
         .unwrap();
-    doc.to_value()
+    object.to_value()
 }
 
 #[test]
@@ -175,9 +179,9 @@ fn lists_merge_on_kubernetes_merge_keys() {
 
 #[test]
 fn an_item_without_its_merge_key_is_an_error_not_a_replacement() {
-    let doc = json!({"spec": {"containers": [{"name": "app"}]}});
-    let mut doc = Tree::from(doc);
-    let error = Editor::new(&mut doc)
+    let object = json!({"spec": {"containers": [{"name": "app"}]}});
+    let mut object = Tree::from(object);
+    let error = Editor::new(&mut object)
         .merge(
             &[],
             Tree::from(json!({"spec": {"containers": [{"image": "x"}]}})),
@@ -194,50 +198,50 @@ fn an_item_without_its_merge_key_is_an_error_not_a_replacement() {
         ),
         "{error}"
     );
-    assert_eq!(doc, json!({"spec": {"containers": [{"name": "app"}]}}));
+    assert_eq!(object, json!({"spec": {"containers": [{"name": "app"}]}}));
 }
 
 #[test]
 fn merge_null_removes_a_key_and_a_second_merge_changes_nothing() {
     let fragment = json!({"metadata": {"labels": {"gone": null, "new": "v"}}});
-    let doc = json!({"metadata": {"labels": {"gone": "x", "kept": "y"}}});
-    let mut doc = Tree::from(doc);
-    let original = doc.clone();
-    let mut editor = Editor::new(&mut doc);
+    let object = json!({"metadata": {"labels": {"gone": "x", "kept": "y"}}});
+    let mut object = Tree::from(object);
+    let original = object.clone();
+    let mut editor = Editor::new(&mut object);
     editor.merge(&[], Tree::from(fragment.clone())).unwrap();
-    assert!(doc != original);
+    assert!(object != original);
     assert_eq!(
-        doc,
+        object,
         json!({"metadata": {"labels": {"kept": "y", "new": "v"}}})
     );
-    let original = doc.clone();
-    let mut editor = Editor::new(&mut doc);
+    let original = object.clone();
+    let mut editor = Editor::new(&mut object);
     editor.merge(&[], Tree::from(fragment)).unwrap();
-    assert!(doc == original);
+    assert!(object == original);
 }
 
 /// The object `{}` becomes when `fragment` is merged at `at`.
 fn merged_into_empty(at: &[Token], fragment: Value) -> Result<Value, EditError> {
-    let mut doc = Tree::from(json!({}));
-    Editor::new(&mut doc).merge(at, Tree::from(fragment))?;
-    Ok(doc.to_value())
+    let mut object = Tree::from(json!({}));
+    Editor::new(&mut object).merge(at, Tree::from(fragment))?;
+    Ok(object.to_value())
 }
 
 #[test]
 fn merge_into_missing_location_creates_it_without_nulls() {
-    let doc = merged_into_empty(
+    let object = merged_into_empty(
         &[key("spec"), key("nodeSelector")],
         json!({"a": "1", "b": null}),
     )
     .unwrap();
-    assert_eq!(doc, json!({"spec": {"nodeSelector": {"a": "1"}}}));
+    assert_eq!(object, json!({"spec": {"nodeSelector": {"a": "1"}}}));
 }
 
 /// What a merge writes where nothing was: nulls dropped at every depth, inside keyed
 /// list items too, an empty keyed list left out with its key, the key order kept.
 #[test]
 fn merge_into_missing_location_prunes_at_every_depth() {
-    let doc = merged_into_empty(
+    let object = merged_into_empty(
         &[key("spec")],
         json!({
             "z": {"gone": null, "kept": {"deeper": null, "x": 1}},
@@ -249,7 +253,7 @@ fn merge_into_missing_location_prunes_at_every_depth() {
     )
     .unwrap();
     assert_eq!(
-        serde_json::to_string(&doc).unwrap(),
+        serde_json::to_string(&object).unwrap(),
         r#"{"spec":{"z":{"kept":{"x":1}},"containers":[{"name":"a","env":[{"name":"E"}]}],"a":[null,1]}}"#
     );
     let error = merged_into_empty(
@@ -440,9 +444,9 @@ fn append_creates_a_missing_list_and_changes_nothing_when_all_are_there() {
 
 #[test]
 fn append_to_a_value_that_is_not_a_list_fails() {
-    let doc = json!({"spec": {"args": "a"}});
-    let mut doc = Tree::from(doc);
-    let error = Editor::new(&mut doc)
+    let object = json!({"spec": {"args": "a"}});
+    let mut object = Tree::from(object);
+    let error = Editor::new(&mut object)
         .append(
             &[key("spec"), key("args")],
             vec![Tree::from(json!("b"))],

@@ -42,16 +42,11 @@ pub enum Verdict {
     /// It did not apply: the first of its conditions that did not hold, e.g.
     /// `match.labels app: want web, got api`.
     NotMatched { condition: String },
-    /// It changed the object by this patch (against the object as it found it).
+    /// It matched and changed the object ([`PolicyResult::Applied`]), by this patch
+    /// (against the object as it found it), which only an explanation computes.
     Applied { patch: json_patch::Patch },
-    /// It matched and found the object already as it wants it.
-    Unchanged,
-    /// Audit mode: it would have applied this patch.
-    Audited { patch: json_patch::Patch },
-    /// It failed under `failurePolicy: Ignore` and was skipped.
-    Ignored { reason: String },
-    /// It failed under `failurePolicy: Fail`: the request is denied.
-    Failed { reason: String },
+    /// It matched, with any other result, as the evaluation reports it.
+    Matched(PolicyResult),
 }
 
 impl Verdict {
@@ -59,11 +54,8 @@ impl Verdict {
     pub fn label(&self) -> &'static str {
         match self {
             Verdict::NotMatched { .. } => "not matched",
-            Verdict::Applied { .. } => "applied",
-            Verdict::Unchanged => "unchanged",
-            Verdict::Audited { .. } => "audited",
-            Verdict::Ignored { .. } => "ignored",
-            Verdict::Failed { .. } => "failed",
+            Verdict::Matched(result) => result.label(),
+            Verdict::Applied { .. } => PolicyResult::Applied.label(),
         }
     }
 }
@@ -177,16 +169,7 @@ fn verdict_of(result: &PolicyResult, looked: Option<Look>) -> Verdict {
                 _ => json_patch::Patch(Vec::new()),
             },
         },
-        PolicyResult::Unchanged => Verdict::Unchanged,
-        PolicyResult::Audited { patch } => Verdict::Audited {
-            patch: patch.clone(),
-        },
-        PolicyResult::Ignored { reason } => Verdict::Ignored {
-            reason: reason.clone(),
-        },
-        PolicyResult::Failed { reason } => Verdict::Failed {
-            reason: reason.clone(),
-        },
+        result => Verdict::Matched(result.clone()),
     }
 }
 
@@ -208,7 +191,7 @@ fn never_looked_at(
     if !request_matches(&policy.matcher, &facts) {
         return request_condition(policy, &facts);
     }
-    if request.object.is_none() && request.old_object.is_none() {
+    if request.subject().is_none() {
         return "the request carries neither object nor oldObject".to_string();
     }
     "not evaluated: an earlier policy failed and denied the request".to_string()

@@ -57,9 +57,23 @@ pub enum PolicyResult {
     /// Audit mode: would have changed the object by this patch; the change was not applied.
     Audited { patch: json_patch::Patch },
     /// Failed with `failurePolicy: Ignore`: skipped, with a warning.
-    Ignored { reason: String },
+    Ignored(Failure),
     /// Failed with `failurePolicy: Fail`: the request is denied.
-    Failed { reason: String },
+    Failed(Failure),
+}
+
+/// Why a policy failed: the field of the policy it failed at (a path such as
+/// `spec.mutations[0].value`) and the reason. Shown as `FIELD: REASON`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub field: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
 }
 
 impl PolicyResult {
@@ -69,8 +83,8 @@ impl PolicyResult {
             PolicyResult::Applied => "applied",
             PolicyResult::Unchanged => "unchanged",
             PolicyResult::Audited { .. } => "audited",
-            PolicyResult::Ignored { .. } => "ignored",
-            PolicyResult::Failed { .. } => "failed",
+            PolicyResult::Ignored(_) => "ignored",
+            PolicyResult::Failed(_) => "failed",
         }
     }
 }
@@ -131,7 +145,7 @@ impl<'t> Evaluation<'t> {
 
 /// Evaluates every candidate policy, in order, against the request. `namespace` is what
 /// the caller resolved the request's namespace to
-/// ([`crate::admission::resolve_namespace`]). The request is left as it is: the
+/// (`admission::resolve_namespace`). The request is left as it is: the
 /// evaluation works on its own handle of the request's root (an edit copies the path
 /// to what it changes, never the request's nodes) and returns the root it ends at.
 pub fn evaluate<'t>(
@@ -196,10 +210,8 @@ fn evaluate_observed<'t>(
         return Evaluation::unchanged(object);
     }
     let mut evaluation = Evaluation::unchanged(None);
-    let subject = match (object.as_mut(), &request.old_object) {
-        (Some(object), _) => Subject::Changeable(object),
-        (None, Some(old_object)) => Subject::ReadOnly(old_object),
-        (None, None) => return evaluation,
+    let Some(subject) = Subject::of(object.as_mut(), request) else {
+        return evaluation;
     };
     let request_fields = policies
         .candidate_reads(
@@ -210,7 +222,7 @@ fn evaluate_observed<'t>(
         )
         .map_or(RequestFields::ALL, |reads| reads.request_fields);
     let shared = SharedBindings::new(request_fields);
-    let mut working = EditedObject::new(subject);
+    let mut edited = EditedObject::new(subject);
     let mut audited = BTreeMap::new();
 
     // A policy that did not match may match what a later policy wrote, and one that
@@ -223,10 +235,10 @@ fn evaluate_observed<'t>(
     // A policy whose label selector the object fails at the start is blocked up front,
     // as its first look would leave it (`LabelCheck`), and looked at only if
     // the labels change; a `podControllers` policy reads the template's labels instead.
-    let mut version = working.version();
+    let mut version = edited.version();
     let controller = pod_controllers::controller(facts.group, facts.resource, facts.subresource);
     let on_template = |policy: &CompiledPolicy| policy.pod_controllers && controller.is_some();
-    let mut gate = matching::LabelCheck::new(working.subject.view());
+    let mut gate = matching::LabelCheck::new(edited.subject.view());
     // Sized once: a large set has hundreds of candidates for a pod.
     let mut standings: Vec<Standing<'_>> =
         Vec::with_capacity(listed.size_hint().1.unwrap_or_default());
@@ -247,7 +259,7 @@ fn evaluate_observed<'t>(
         .iter()
         .filter(|standing| standing.blocked.is_some())
     {
-        observer.blocked_up_front(standing.policy, &facts, working.subject.view());
+        observer.blocked_up_front(standing.policy, &facts, edited.subject.view());
     }
     // While the labels are as the request has them, a policy blocked up front stays
     // blocked: a pass walks the others only (`Walk`), which with hundreds of policies
@@ -271,12 +283,12 @@ fn evaluate_observed<'t>(
             let since = standing.seen.replace(version);
             if let Some(blocker) = standing.blocked
                 && let Some(since) = since
-                && !selector_changes.may_have_changed(blocker, (since, version), &working)
+                && !selector_changes.may_have_changed(blocker, (since, version), &edited)
             {
                 continue;
             }
             looked = true;
-            observer.before(policy, working.subject.view());
+            observer.before(policy, edited.subject.view());
             let outcome = match controller.filter(|_| policy.pod_controllers) {
                 Some(controller) => pod_template::run_on_template(
                     policy,
@@ -284,11 +296,11 @@ fn evaluate_observed<'t>(
                     &facts,
                     request,
                     &shared,
-                    &mut working,
+                    &mut edited,
                 ),
-                None => run_policy(policy, &facts, request, &shared, &mut working),
+                None => run_policy(policy, &facts, request, &shared, &mut edited),
             };
-            observer.after(policy, &facts, &outcome, working.subject.view());
+            observer.after(policy, &facts, &outcome, edited.subject.view());
             standing.blocked = None;
             let result = match outcome {
                 PolicyRun::NotForRequest => {
@@ -303,9 +315,9 @@ fn evaluate_observed<'t>(
             };
             let warning = match &result {
                 PolicyResult::Applied => {
-                    working.keep_version();
-                    version = working.version();
-                    if Blocker::Labels.may_have_changed(working.at(0), working.subject.view()) {
+                    edited.keep_version();
+                    version = edited.version();
+                    if Blocker::Labels.may_have_changed(edited.at(0), edited.subject.view()) {
                         walk.everything_after(i);
                     }
                     None
@@ -319,23 +331,23 @@ fn evaluate_observed<'t>(
                         patch.0.len()
                     ))
                 }
-                PolicyResult::Ignored { reason } => {
-                    Some(format!("graft: policy {} skipped: {reason}", policy.name))
+                PolicyResult::Ignored(failure) => {
+                    Some(format!("graft: policy {} skipped: {failure}", policy.name))
                 }
-                PolicyResult::Failed { reason } => {
+                PolicyResult::Failed(failure) => {
                     evaluation.outcome = Outcome::Denied {
-                        message: format!("graft: policy {}: {reason}", policy.name),
+                        message: format!("graft: policy {}: {failure}", policy.name),
                     };
                     record(&mut entries, i, result, None);
                     report(&mut evaluation, &standings, entries);
                     // Denied: nothing of what the policies did stays.
-                    working.rollback_all();
-                    drop(working);
+                    edited.rollback_all();
+                    drop(edited);
                     evaluation.object = object;
                     return evaluation;
                 }
             };
-            standing.done = !matches!(result, PolicyResult::Ignored { .. });
+            standing.done = !matches!(result, PolicyResult::Ignored(_));
             record(&mut entries, i, result, warning);
         }
         if !looked {
@@ -358,8 +370,8 @@ fn evaluate_observed<'t>(
             .audit_annotations
             .insert("audit-patches".to_string(), json);
     }
-    evaluation.patch = working.patch();
-    drop(working);
+    evaluation.patch = edited.patch();
+    drop(edited);
     evaluation.object = object;
     evaluation
 }
@@ -442,9 +454,9 @@ impl SelectorChanges {
         &mut self,
         blocker: Blocker<'_>,
         (since, now): (usize, usize),
-        working: &EditedObject<'_, '_>,
+        edited: &EditedObject<'_, '_>,
     ) -> bool {
-        let changed = || blocker.may_have_changed(working.at(since), working.subject.view());
+        let changed = || blocker.may_have_changed(edited.at(since), edited.subject.view());
         let kind = match blocker {
             Blocker::Labels => 0,
             Blocker::Annotations => 1,

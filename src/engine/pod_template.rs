@@ -27,10 +27,10 @@ pub fn run_on_template<'p>(
     facts: &RequestFacts<'_>,
     request: &AdmissionRequest<'_>,
     shared: &SharedBindings,
-    working: &mut EditedObject<'_, '_>,
+    edited: &mut EditedObject<'_, '_>,
 ) -> PolicyRun<'p> {
     let pod_facts = facts.as_pod();
-    let outcome = match &mut working.subject {
+    let outcome = match &mut edited.subject {
         Subject::ReadOnly(object) => {
             let Some((pod, _)) = stand_in_of(controller, object) else {
                 return PolicyRun::NotForRequest;

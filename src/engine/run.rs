@@ -1,11 +1,10 @@
 //! Running one policy against the current state of the object.
 
 use std::cell::OnceCell;
-use std::fmt;
 
 use serde_json::{Map, Value, json};
 
-use super::edit::{Editor, MergeOptions};
+use super::edit::{self, Editor, MergeOptions};
 use super::matching::{
     Block, Blocker, ConditionError, RequestFacts, exclude_holds, namespace_selector_holds,
     object_blocker, request_matches,
@@ -19,7 +18,7 @@ use crate::policy::compiled::{
 use crate::policy::model::{FailurePolicy, Mode};
 use crate::tree::{self, Tree};
 
-use super::PolicyResult;
+use super::{Failure, PolicyResult};
 
 /// What one look at a policy found: that it is not for the request, that the object
 /// does not match it, or, when it matched, its result (the one type the evaluation
@@ -32,19 +31,6 @@ pub enum PolicyRun<'p> {
     /// The object does not match, as it is now, because of this condition.
     NotMatched(Blocker<'p>),
     Matched(PolicyResult),
-}
-
-/// Why a policy failed: the field it failed at and the reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    pub field: String,
-    pub reason: String,
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.reason)
-    }
 }
 
 fn failure(field: impl Into<String>, reason: impl ToString) -> Failure {
@@ -155,7 +141,17 @@ pub enum Subject<'a, 't> {
     ReadOnly(&'a Tree<'t>),
 }
 
-impl<'t> Subject<'_, 't> {
+impl<'a, 't> Subject<'a, 't> {
+    /// The request's [`AdmissionRequest::subject`]: its object, changed through `object`
+    /// (the evaluation's own handle of the request's root), or at DELETE its old object,
+    /// read-only. `None` when the request carries neither.
+    pub fn of(object: Option<&'a mut Tree<'t>>, request: &'a AdmissionRequest<'t>) -> Option<Self> {
+        match object {
+            Some(object) => Some(Subject::Changeable(object)),
+            None => request.subject().map(Subject::ReadOnly),
+        }
+    }
+
     /// The object as it is now.
     pub fn view(&self) -> &Tree<'t> {
         match self {
@@ -221,17 +217,14 @@ pub fn run_policy<'p>(
     facts: &RequestFacts<'_>,
     request: &AdmissionRequest<'_>,
     shared: &SharedBindings,
-    working: &mut EditedObject<'_, '_>,
+    edited: &mut EditedObject<'_, '_>,
 ) -> PolicyRun<'p> {
-    match look(policy, facts, request, shared, working) {
+    match look(policy, facts, request, shared, edited) {
         Ok(run) => run,
-        Err(failure) => {
-            let reason = failure.to_string();
-            PolicyRun::Matched(match policy.failure_policy {
-                FailurePolicy::Fail => PolicyResult::Failed { reason },
-                FailurePolicy::Ignore => PolicyResult::Ignored { reason },
-            })
-        }
+        Err(failure) => PolicyRun::Matched(match policy.failure_policy {
+            FailurePolicy::Fail => PolicyResult::Failed(failure),
+            FailurePolicy::Ignore => PolicyResult::Ignored(failure),
+        }),
     }
 }
 
@@ -241,9 +234,9 @@ fn look<'p>(
     facts: &RequestFacts<'_>,
     request: &AdmissionRequest<'_>,
     shared: &SharedBindings,
-    working: &mut EditedObject<'_, '_>,
+    edited: &mut EditedObject<'_, '_>,
 ) -> Result<PolicyRun<'p>, Failure> {
-    let subject = &mut working.subject;
+    let subject = &mut edited.subject;
     let view = subject.view();
     if !request_matches(&policy.matcher, facts) {
         return Ok(PolicyRun::NotForRequest);
@@ -658,9 +651,11 @@ fn apply_target(
             let Some(items) = value.as_list() else {
                 return Err(failure(
                     format!("{field}.value"),
+                    // The value's type only: a template's value may hold the object's
+                    // contents, which are never logged.
                     format!(
-                        "append takes a list of the items to add, and the value is {}",
-                        value.to_value()
+                        "append takes a list of the items to add, and the value is of type {}",
+                        edit::kind_of(&value)
                     ),
                 ));
             };

@@ -63,7 +63,7 @@ pub const ROOTS: [&str; 6] = [
 /// them to it).
 pub const FOREACH_ROOTS: [&str; 2] = ["element", "index"];
 
-/// The fields of `request` ([`crate::engine::request_binding`]).
+/// The fields of `request` (`engine::run::request_binding`).
 const REQUEST_FIELDS: [&str; 9] = super::request_fields::FIELDS;
 /// The fields of `request`'s nested objects.
 const KIND_FIELDS: [&str; 3] = ["group", "version", "kind"];

@@ -1,5 +1,5 @@
 //! Which fields of `request` an expression reads, found once at compile time: a review
-//! builds only the fields its candidate policies can read ([`crate::engine`]'s
+//! builds only the fields its candidate policies can read (`engine`'s
 //! `request_binding`), where it built all nine, `userInfo` with its groups and extras
 //! included, for the one `request.namespace` the Multus example reads.
 //!

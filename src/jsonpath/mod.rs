@@ -1,4 +1,5 @@
-//! JSONPath locations: compiled once, resolved against a document per request.
+//! JSONPath locations: compiled once, resolved per request against a root value: the
+//! object, or for a path under `foreach` the element it is relative to.
 //!
 //! Selection uses jsonpath-rust (RFC 9535). Mutations need concrete locations, so a
 //! path made only of names and indices ("singular", the common case) is walked
@@ -8,8 +9,6 @@
 //! per request. A query or a location that cannot be evaluated is an error the caller
 //! turns into a policy failure, never an empty selection: an empty selection makes
 //! `notExists` and `notIn` hold and a write silently not happen.
-
-pub mod lookup;
 
 use crate::tree::Tree;
 use jsonpath_rust::parser::model::{JpQuery, Segment, Selector};
@@ -114,7 +113,7 @@ impl JsonPath {
         self.query.segments.len()
     }
 
-    /// True when the path selects the document itself (`$`).
+    /// True when the path selects its root itself (`$`).
     pub fn is_root(&self) -> bool {
         self.query.segments.is_empty()
     }
@@ -128,23 +127,23 @@ impl JsonPath {
     }
 
     /// The values the path selects.
-    pub fn select<'a, 't>(&self, document: &'a Tree<'t>) -> Result<Vec<&'a Tree<'t>>, PathError> {
+    pub fn select<'a, 't>(&self, root: &'a Tree<'t>) -> Result<Vec<&'a Tree<'t>>, PathError> {
         if let Some(tokens) = &self.singular {
-            return Ok(get(document, tokens).into_iter().collect());
+            return Ok(get(root, tokens).into_iter().collect());
         }
         Ok(self
-            .query(&self.query, document)?
+            .query(&self.query, root)?
             .into_iter()
             .map(|found| found.val)
             .collect())
     }
 
     /// The concrete locations of the values the path selects, with non-negative indices.
-    pub fn locations(&self, document: &Tree<'_>) -> Result<Vec<Vec<Token>>, PathError> {
+    pub fn locations(&self, root: &Tree<'_>) -> Result<Vec<Vec<Token>>, PathError> {
         if let Some(tokens) = &self.singular {
-            return Ok(resolve(document, tokens).into_iter().collect());
+            return Ok(resolve(root, tokens).into_iter().collect());
         }
-        self.query(&self.query, document)?
+        self.query(&self.query, root)?
             .into_iter()
             .map(|found| self.decode(&found.path))
             .collect()
@@ -154,14 +153,14 @@ impl JsonPath {
     /// ending in names or indices under every match of what comes before them (so
     /// `$.spec.containers[*].resources.limits.memory` reaches every container, with or
     /// without `resources`); any other path at every location it selects.
-    pub fn write_locations(&self, document: &Tree<'_>) -> Result<Vec<Vec<Token>>, PathError> {
+    pub fn write_locations(&self, root: &Tree<'_>) -> Result<Vec<Vec<Token>>, PathError> {
         if let Some(tokens) = &self.singular {
             return Ok(vec![tokens.clone()]);
         }
         let Some((parent, tail)) = &self.parent else {
-            return self.locations(document);
+            return self.locations(root);
         };
-        self.query(parent, document)?
+        self.query(parent, root)?
             .into_iter()
             .filter(|found| found.val.as_map().is_some() || found.val.as_list().is_some())
             .map(|found| {
@@ -175,9 +174,9 @@ impl JsonPath {
     fn query<'a, 't>(
         &self,
         query: &JpQuery,
-        document: &'a Tree<'t>,
+        root: &'a Tree<'t>,
     ) -> Result<Vec<QueryRef<'a, Tree<'t>>>, PathError> {
-        js_path_process(query, document).map_err(|error| self.evaluation_error(error))
+        js_path_process(query, root).map_err(|error| self.evaluation_error(error))
     }
 
     fn decode(&self, normalized: &str) -> Result<Vec<Token>, PathError> {
@@ -289,8 +288,8 @@ fn singular_tokens(query: &JpQuery) -> Option<Vec<Token>> {
 }
 
 /// The value at `tokens`, if present.
-pub fn get<'a, 't>(document: &'a Tree<'t>, tokens: &[Token]) -> Option<&'a Tree<'t>> {
-    tokens.iter().try_fold(document, child)
+pub fn get<'a, 't>(root: &'a Tree<'t>, tokens: &[Token]) -> Option<&'a Tree<'t>> {
+    tokens.iter().try_fold(root, child)
 }
 
 /// The value at `token` in `value`, if present.
@@ -307,22 +306,20 @@ pub fn child<'a, 't>(value: &'a Tree<'t>, token: &Token) -> Option<&'a Tree<'t>>
 /// The value at `tokens`, mutably, if present.
 /// The maps and lists on the way are copied where they are shared with another tree,
 /// so that a change below them leaves that tree as it was.
-pub fn get_mut<'a, 't>(document: &'a mut Tree<'t>, tokens: &[Token]) -> Option<&'a mut Tree<'t>> {
-    tokens
-        .iter()
-        .try_fold(document, |value, token| match token {
-            Token::Key(key) => value.map_mut()?.get_mut(key),
-            Token::Index(index) => {
-                let items = value.list_mut()?;
-                let at = array_index(*index, items.len())?;
-                items.get_mut(at)
-            }
-        })
+pub fn get_mut<'a, 't>(root: &'a mut Tree<'t>, tokens: &[Token]) -> Option<&'a mut Tree<'t>> {
+    tokens.iter().try_fold(root, |value, token| match token {
+        Token::Key(key) => value.map_mut()?.get_mut(key),
+        Token::Index(index) => {
+            let items = value.list_mut()?;
+            let at = array_index(*index, items.len())?;
+            items.get_mut(at)
+        }
+    })
 }
 
 /// The same location with negative indices made absolute, when it exists.
-fn resolve(document: &Tree<'_>, tokens: &[Token]) -> Option<Vec<Token>> {
-    let mut value = document;
+fn resolve(root: &Tree<'_>, tokens: &[Token]) -> Option<Vec<Token>> {
+    let mut value = root;
     let mut resolved = Vec::with_capacity(tokens.len());
     for token in tokens {
         match token {
@@ -404,38 +401,42 @@ mod tests {
                 Token::Key("k8s.v1.cni.cncf.io/networks".into()),
             ]
         );
-        let doc = tree(json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "a"}}}));
-        assert_eq!(p.select(&doc).unwrap(), vec![&tree(json!("a"))]);
+        let object =
+            tree(json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "a"}}}));
+        assert_eq!(p.select(&object).unwrap(), vec![&tree(json!("a"))]);
     }
 
     #[test]
     fn filters_resolve_to_every_match() {
         let p = path("$.spec.containers[?@.name == 'app' || @.name == 'b'].image");
         assert!(p.singular().is_none());
-        let doc = tree(json!({"spec": {"containers": [
+        let object = tree(json!({"spec": {"containers": [
             {"name": "app", "image": "x"}, {"name": "c", "image": "y"}, {"name": "b", "image": "z"}
         ]}}));
-        let locations = p.locations(&doc).unwrap();
+        let locations = p.locations(&object).unwrap();
         assert_eq!(locations.len(), 2);
         assert_eq!(display(&locations[1]), "$.spec.containers[2].image");
     }
 
     #[test]
     fn negative_indices_count_from_the_end() {
-        let doc = tree(json!({"a": [1, 2, 3]}));
-        assert_eq!(path("$.a[-1]").select(&doc).unwrap(), vec![&tree(json!(3))]);
+        let root = tree(json!({"a": [1, 2, 3]}));
         assert_eq!(
-            path("$.a[-1]").locations(&doc).unwrap(),
+            path("$.a[-1]").select(&root).unwrap(),
+            vec![&tree(json!(3))]
+        );
+        assert_eq!(
+            path("$.a[-1]").locations(&root).unwrap(),
             vec![vec![Token::Key("a".into()), Token::Index(2)]]
         );
-        assert!(path("$.a[-4]").select(&doc).unwrap().is_empty());
+        assert!(path("$.a[-4]").select(&root).unwrap().is_empty());
     }
 
     #[test]
     fn keys_with_quotes_survive_normalized_paths() {
-        let doc = tree(json!({"a": {"it's/x~y": {"v": 1}}}));
+        let root = tree(json!({"a": {"it's/x~y": {"v": 1}}}));
         let p = path("$.a[*].v");
-        let locations = p.locations(&doc).unwrap();
+        let locations = p.locations(&root).unwrap();
         assert_eq!(
             locations,
             vec![vec![
@@ -484,8 +485,8 @@ mod tests {
         /// a write through a filter or wildcard lands where the query matched.
         #[test]
         fn the_crates_normalized_paths_decode_to_their_keys(key in "\\PC{0,8}|[\\x00-\\x7f]{0,8}") {
-            let doc = tree(json!({ key.clone(): {"v": 1} }));
-            let locations = path("$[*].v").locations(&doc).unwrap();
+            let root = tree(json!({ key.clone(): {"v": 1} }));
+            let locations = path("$[*].v").locations(&root).unwrap();
             proptest::prop_assert_eq!(
                 locations,
                 vec![vec![Token::Key(key), Token::Key("v".into())]]
@@ -495,14 +496,14 @@ mod tests {
 
     #[test]
     fn writes_under_a_wildcard_reach_every_match_however_much_is_missing() {
-        let doc = tree(json!({"spec": {"containers": [
+        let object = tree(json!({"spec": {"containers": [
             {"name": "a"},
             {"name": "b", "resources": {}},
             {"name": "c", "resources": {"limits": {"cpu": "1"}}}
         ]}}));
         let p = path("$.spec.containers[*].resources.limits.memory");
         let displayed: Vec<String> = p
-            .write_locations(&doc)
+            .write_locations(&object)
             .unwrap()
             .iter()
             .map(|location| display(location))
@@ -516,11 +517,11 @@ mod tests {
             ]
         );
         let filtered = path("$.spec.containers[?@.name != 'b'].securityContext.runAsNonRoot");
-        assert_eq!(filtered.write_locations(&doc).unwrap().len(), 2);
+        assert_eq!(filtered.write_locations(&object).unwrap().len(), 2);
         // A path that ends in a wildcard writes only where something is.
         assert!(
             path("$.spec.volumes[*]")
-                .write_locations(&doc)
+                .write_locations(&object)
                 .unwrap()
                 .is_empty()
         );

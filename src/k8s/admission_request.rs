@@ -57,7 +57,14 @@ pub struct AdmissionRequest<'t> {
     pub dry_run: Option<bool>,
 }
 
-impl AdmissionRequest<'_> {
+impl<'t> AdmissionRequest<'t> {
+    /// The object the request is about: its `object`, or at DELETE, which carries only
+    /// `oldObject`, the old object. What policies match on and read (the engine's
+    /// `Subject` makes the old object read-only), and what logs and Events name.
+    pub fn subject(&self) -> Option<&Tree<'t>> {
+        self.object.as_ref().or(self.old_object.as_ref())
+    }
+
     /// The request with objects free of the body they were read from, for a request
     /// kept beyond it.
     pub fn into_owned(self) -> AdmissionRequest<'static> {

@@ -2,11 +2,12 @@
 //!
 //! Pure functions over plain Rust and JSON values: no CEL types here, so the
 //! rules can be tested (and reused by lint or the CLI) without an evaluator.
-//! [`crate::expr`] wraps them as CEL functions.
+//! `expr` wraps them as CEL functions.
 //!
 //! - [`quantity`]: `resource.Quantity` strings (`500m`, `32Gi`, `129e6`), parse and format.
 //! - [`ordinal`]: a StatefulSet pod's ordinal, from its label or its name.
 //! - [`multus`]: the `k8s.v1.cni.cncf.io/networks` annotation, parse and merge.
+//! - [`lookup`]: key lookups in small `serde_json` maps by comparison, not hashing.
 //! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
 //! - [`resources`]: the resource names of the built-in API groups.
 //! - [`admission_request`]: the AdmissionRequest graft reads.
@@ -18,6 +19,7 @@
 pub mod admission_request;
 pub mod image;
 pub mod json_text;
+pub mod lookup;
 pub mod merge_keys;
 pub mod multus;
 pub mod objects;

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::MAX_STRING_BYTES;
-use crate::jsonpath::lookup::field;
+use super::lookup::field;
 
 /// The annotation Multus reads the pod's extra networks from.
 pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";

@@ -111,7 +111,7 @@ pub async fn start(
     let state = Arc::new(State::new(Arc::new(Metrics::new())));
     let (stop, stopped) = watch::channel(false);
 
-    // The probes listen first, so /readyz answers 503 while the rest starts.
+    // The metrics listener starts first, so /readyz answers 503 while the rest starts.
     let metrics_listener = bind(config.metrics_listen).await?;
     let metrics_addr = local_addr(&metrics_listener, config.metrics_listen)?;
     let (metrics_stop, metrics_stopped) = watch::channel(false);

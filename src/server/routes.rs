@@ -341,18 +341,20 @@ fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant)
 /// A failed policy at warn: which policy, at which field, why, and what became of the
 /// review.
 fn log_failure(policy: &str, result: &PolicyResult) {
-    let (reason, message) = match result {
-        PolicyResult::Failed { reason } => (reason, "policy failed; review denied"),
-        PolicyResult::Ignored { reason } => (
-            reason,
+    let (failure, message) = match result {
+        PolicyResult::Failed(failure) => (failure, "policy failed; review denied"),
+        PolicyResult::Ignored(failure) => (
+            failure,
             "policy failed; skipped (failurePolicy Ignore), the review goes on without it",
         ),
         _ => return,
     };
-    // The engine writes a failure as `FIELD: REASON`, the field a policy path such
-    // as `spec.mutations[0].value`, which never holds ": ".
-    let (field, reason) = reason.split_once(": ").unwrap_or(("", reason.as_str()));
-    tracing::warn!(policy, field, reason, "{message}");
+    tracing::warn!(
+        policy,
+        field = failure.field.as_str(),
+        reason = failure.reason.as_str(),
+        "{message}"
+    );
 }
 
 /// `application/json`, with any parameters (`; charset=utf-8`).

@@ -388,7 +388,7 @@ fn write_kubeconfig(path: &Path, server: &str, ca_file: &Path, token: &str) -> R
 pub struct Graft {
     proc: Proc,
     pub addr: SocketAddr,
-    pub ops: SocketAddr,
+    pub metrics: SocketAddr,
 }
 
 /// How to start a [`Graft`].
@@ -404,12 +404,12 @@ pub struct GraftOptions<'a> {
 }
 
 impl Graft {
-    /// Starts graft and waits until its operations listener answers (not until ready:
+    /// Starts graft and waits until its metrics listener answers (not until ready:
     /// readiness is what several tests look at).
     pub fn start(options: &GraftOptions<'_>) -> Result<Graft> {
-        let (port, ops_port) = (free_port()?, free_port()?);
+        let (port, metrics_port) = (free_port()?, free_port()?);
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let ops = SocketAddr::from(([127, 0, 0, 1], ops_port));
+        let metrics = SocketAddr::from(([127, 0, 0, 1], metrics_port));
         let mut command = Command::new(env!("CARGO_BIN_EXE_graft"));
         command
             .arg("serve")
@@ -420,7 +420,7 @@ impl Graft {
             .arg("--tls-key")
             .arg(options.key)
             .args(["--listen", &addr.to_string()])
-            .args(["--metrics-listen", &ops.to_string()])
+            .args(["--metrics-listen", &metrics.to_string()])
             .args(["--shutdown-grace", "2s"])
             // The reload tests must not wait on inotify's coalescing.
             .env("RUST_LOG", "info,graft=debug")
@@ -435,10 +435,14 @@ impl Graft {
             &mut command,
             options.log_dir.join(format!("graft-{}.log", options.name)),
         )?;
-        let mut graft = Graft { proc, addr, ops };
+        let mut graft = Graft {
+            proc,
+            addr,
+            metrics,
+        };
         poll(Duration::from_secs(20), "graft's /healthz", || {
             graft.proc.check_running()?;
-            Ok(http_get(graft.ops, "/healthz")
+            Ok(http_get(graft.metrics, "/healthz")
                 .ok()
                 .filter(|(s, _)| *s == 200)
                 .map(drop))
@@ -447,13 +451,13 @@ impl Graft {
     }
 
     pub fn ready(&self) -> bool {
-        matches!(http_get(self.ops, "/readyz"), Ok((200, _)))
+        matches!(http_get(self.metrics, "/readyz"), Ok((200, _)))
     }
 
     /// The value of a metric, named with its labels as exported
     /// (`graft_events_total{result="sent"}`) when it has any.
     pub fn metric(&self, name: &str) -> Result<f64> {
-        let (_, text) = http_get(self.ops, "/metrics")?;
+        let (_, text) = http_get(self.metrics, "/metrics")?;
         let value = text
             .lines()
             .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))

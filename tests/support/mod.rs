@@ -252,7 +252,7 @@ pub async fn send2(
     Ok((status, response.into_body().collect().await?.to_bytes()))
 }
 
-/// One plain-HTTP GET to the operations listener.
+/// One plain-HTTP GET to the metrics listener.
 pub async fn get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
     let mut stream = TcpStream::connect(addr).await?;
     let request = format!("GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n");

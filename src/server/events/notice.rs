@@ -96,12 +96,10 @@ pub fn notice(reviewed: &Reviewed) -> Option<Notice> {
 /// The reference for the request's object; `None` when it has neither a name nor a
 /// `generateName`, which the apiserver never sends.
 fn regarding(request: &AdmissionRequest<'_>) -> Option<Regarding> {
-    let object = request.object.as_ref();
+    let object = request.subject();
     let metadata = |field: &str| {
-        [object, request.old_object.as_ref()]
-            .into_iter()
-            .flatten()
-            .find_map(|object| object.pointer(&format!("/metadata/{field}"))?.as_str())
+        object
+            .and_then(|object| object.pointer(&format!("/metadata/{field}"))?.as_str())
             .filter(|value| !value.is_empty())
             .map(str::to_string)
     };
