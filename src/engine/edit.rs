@@ -183,13 +183,27 @@ impl<'e, 't> Editor<'e, 't> {
     ) -> Result<(), EditError> {
         let existing = jsonpath::get(self.object, at);
         let mut location = at.to_vec();
-        if existing.is_none_or(Tree::is_null) {
+        let Some(existing) = existing.filter(|existing| !existing.is_null()) else {
             return match insertable(fragment, &mut location)? {
                 Some(value) => self.set(at, value),
                 None => Ok(()),
             };
+        };
+        // At the root only a map merges into the object's map: the root itself is never
+        // replaced, as `put` writes only below it.
+        let into_root = at.is_empty()
+            && matches!(
+                (existing.resolved(), fragment.resolved()),
+                (Tree::Map(_), Tree::Map(_))
+            );
+        match merged(existing, &fragment, &mut location, options)? {
+            Some(value) if into_root => {
+                *self.object = value;
+                Ok(())
+            }
+            Some(value) => self.put(at, value),
+            None => Ok(()),
         }
-        self.merge_into(&mut location, fragment, options)
     }
 
     /// Adds each of `items` to the list at `at` unless an equal item is already there;
@@ -254,104 +268,118 @@ impl<'e, 't> Editor<'e, 't> {
         items.insert(i, value);
     }
 
-    fn merge_into(
-        &mut self,
-        location: &mut Vec<Token>,
-        fragment: Tree<'t>,
-        options: MergeOptions,
-    ) -> Result<(), EditError> {
-        let Some(target) = jsonpath::get(self.object, location) else {
-            return Ok(());
-        };
-        match (
-            target.resolved(),
-            fragment.resolved(),
-            list_merge_key(location),
-        ) {
-            (Tree::Map(_), Tree::Map(entries), _) => {
-                for (key, value) in entries.iter() {
-                    location.push(Token::Key(key.to_owned()));
-                    let present = jsonpath::get(self.object, location).is_some();
-                    let merged = match (present, value) {
-                        (true, Tree::Null) if options.if_absent => Ok(()),
-                        (true, Tree::Null) => {
-                            self.remove(location);
-                            Ok(())
-                        }
-                        (false, Tree::Null) => Ok(()),
-                        (false, value) => match insertable(value.clone(), location) {
-                            Ok(Some(value)) => self.put(location, value),
-                            Ok(None) => Ok(()),
-                            Err(error) => Err(error),
-                        },
-                        (true, value) => self.merge_into(location, value.clone(), options),
-                    };
-                    location.pop();
-                    merged?;
-                }
-                Ok(())
-            }
-            (Tree::List(items), Tree::List(fragment_items), Some(key)) => {
-                let mut len = items.len();
-                let mut added = 0;
-                for (item_index, item) in fragment_items.iter().enumerate() {
-                    let Some(id) = item.get(key).filter(|id| !id.is_null()) else {
-                        return Err(EditError::MergeKeyMissing {
-                            at: jsonpath::display(location),
-                            key,
-                            item: item_index,
-                        });
-                    };
-                    let existing = jsonpath::get(self.object, location)
-                        .and_then(Tree::as_list)
-                        .and_then(|items| items.iter().position(|i| i.get(key) == Some(id)));
-                    let index = existing.unwrap_or(match options.position {
-                        Position::First => added,
-                        Position::Last => len,
-                    });
-                    location.push(Token::Index(index as i64));
-                    let merged = match existing {
-                        // An item with the same key is set, whatever its fields: filling
-                        // in a volume of another kind would give it two sources.
-                        Some(_) if options.if_absent => Ok(()),
-                        Some(_) => self.merge_into(location, item.clone(), options),
-                        None => match insertable(item.clone(), location) {
-                            Ok(Some(item)) => {
-                                self.insert(location, item);
-                                Ok(())
-                            }
-                            Ok(None) => Ok(()),
-                            Err(error) => Err(error),
-                        },
-                    };
-                    location.pop();
-                    merged?;
-                    if existing.is_none() {
-                        len += 1;
-                        added += 1;
-                    }
-                }
-                Ok(())
-            }
-            // Something is set here, and it is not merged into: kept as it is.
-            (target, _, _) if options.if_absent && !target.is_null() => Ok(()),
-            (target, _, _) => {
-                let target = target.clone();
-                let Some(fragment) = insertable(fragment, location)? else {
-                    return Ok(());
-                };
-                if target != fragment {
-                    self.put(location, fragment)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
     /// Applies raw RFC 6902 operations, all or none: on an error the object is as it
     /// was, and the policy fails.
     pub fn json_patch(&mut self, patch: &json_patch::Patch) -> Result<(), EditError> {
         tree::apply_patch(self.object, &patch.0).map_err(|e| EditError::JsonPatch(e.to_string()))
+    }
+}
+
+/// `fragment` merged into `target`, the value at `location`, as [`Editor::merge_with`]
+/// merges: the merged value, or `None` where the merge changes nothing. Built bottom-up
+/// from `target`, copying only the maps and lists it changes, so the object is walked to
+/// `location` once and written once.
+fn merged<'t>(
+    target: &Tree<'t>,
+    fragment: &Tree<'t>,
+    location: &mut Vec<Token>,
+    options: MergeOptions,
+) -> Result<Option<Tree<'t>>, EditError> {
+    match (
+        target.resolved(),
+        fragment.resolved(),
+        list_merge_key(location),
+    ) {
+        (Tree::Map(_), Tree::Map(entries), _) => {
+            // The map as merged so far; `None` while nothing changed.
+            let mut result: Option<Tree<'t>> = None;
+            for (key, value) in entries.iter() {
+                let present = result.as_ref().unwrap_or(target).get(key);
+                location.push(Token::Key(key.to_owned()));
+                // `Some(None)` removes the key.
+                let change = match (present, value) {
+                    (Some(_), Tree::Null) if options.if_absent => Ok(None),
+                    (Some(_), Tree::Null) => Ok(Some(None)),
+                    (None, Tree::Null) => Ok(None),
+                    (None, value) => insertable(value.clone(), location).map(|v| v.map(Some)),
+                    (Some(existing), value) => {
+                        merged(existing, value, location, options).map(|v| v.map(Some))
+                    }
+                };
+                location.pop();
+                let Some(change) = change? else {
+                    continue;
+                };
+                let map = result
+                    .get_or_insert_with(|| target.resolved().clone())
+                    .map_mut();
+                match (map, change) {
+                    (Some(map), Some(value)) => {
+                        map.insert(key.to_owned(), value);
+                    }
+                    (Some(map), None) => {
+                        map.remove(key);
+                    }
+                    (None, _) => {}
+                }
+            }
+            Ok(result)
+        }
+        (Tree::List(_), Tree::List(fragment_items), Some(key)) => {
+            // The list as merged so far; `None` while nothing changed.
+            let mut result: Option<Tree<'t>> = None;
+            let mut added = 0;
+            for (item_index, item) in fragment_items.iter().enumerate() {
+                let Some(id) = item.get(key).filter(|id| !id.is_null()) else {
+                    return Err(EditError::MergeKeyMissing {
+                        at: jsonpath::display(location),
+                        key,
+                        item: item_index,
+                    });
+                };
+                let items = result
+                    .as_ref()
+                    .unwrap_or(target)
+                    .as_list()
+                    .map_or(&[][..], Vec::as_slice);
+                let existing = items.iter().position(|i| i.get(key) == Some(id));
+                let index = existing.unwrap_or(match options.position {
+                    Position::First => added,
+                    Position::Last => items.len(),
+                });
+                location.push(Token::Index(index as i64));
+                let change = match existing {
+                    // An item with the same key is set, whatever its fields: filling
+                    // in a volume of another kind would give it two sources.
+                    Some(_) if options.if_absent => Ok(None),
+                    Some(at) => merged(&items[at], item, location, options),
+                    None => insertable(item.clone(), location),
+                };
+                location.pop();
+                let Some(value) = change? else {
+                    continue;
+                };
+                let Some(list) = result
+                    .get_or_insert_with(|| target.resolved().clone())
+                    .list_mut()
+                else {
+                    continue;
+                };
+                match existing {
+                    Some(at) => list[at] = value,
+                    None => {
+                        list.insert(index.min(list.len()), value);
+                        added += 1;
+                    }
+                }
+            }
+            Ok(result)
+        }
+        // Something is set here, and it is not merged into: kept as it is.
+        (target, _, _) if options.if_absent && !target.is_null() => Ok(None),
+        (target, _, _) => {
+            Ok(insertable(fragment.clone(), location)?.filter(|value| value != target))
+        }
     }
 }
 
