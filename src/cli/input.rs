@@ -77,7 +77,8 @@ pub struct ObjectInput {
     /// CREATE, UPDATE, DELETE or CONNECT.
     #[arg(long, default_value = "CREATE")]
     pub operation: String,
-    /// The request namespace (default: the object's, else `default`).
+    /// The request namespace (default: the object's, else `default`; none for
+    /// cluster-scoped kinds).
     #[arg(long)]
     pub namespace: Option<String>,
     /// RESOURCE or RESOURCE/SUBRESOURCE (default: derived from the object's kind).

@@ -9,7 +9,8 @@ use crate::policy::{self, Finding, Severity};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// One finding per line: `file[:line]: policy NAME: field.path: message (hint: ...)`.
+    /// One finding per line:
+    /// `file[:line][: warning][: policy NAME][: field.path]: message[ (hint: ...)]`.
     #[default]
     Text,
     /// A JSON object with every finding, for tools.

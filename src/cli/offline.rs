@@ -12,7 +12,8 @@ use crate::tree::Tree;
 pub struct RequestOptions {
     /// `CREATE` when empty.
     pub operation: String,
-    /// The request namespace; the object's `metadata.namespace`, else `default`, when empty.
+    /// The request namespace; the object's `metadata.namespace`, else `default`, when empty
+    /// (none for cluster-scoped kinds).
     pub namespace: Option<String>,
     /// `RESOURCE` or `RESOURCE/SUBRESOURCE`; derived from the object's kind when empty.
     pub resource: Option<String>,

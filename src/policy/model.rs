@@ -99,7 +99,7 @@ pub enum Mode {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Match {
-    /// Plural resource names: `pods`, `apps/v1/statefulsets`, `apps/statefulsets`, `nodes/status`, `*`.
+    /// Plural resource names: `pods`, `nodes/status`, `apps/v1/statefulsets`, `apps/*/statefulsets`, `*`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<String>,
     /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `*`. Empty means every operation.
