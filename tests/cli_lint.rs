@@ -507,14 +507,15 @@ fn a_policy_file_the_configmap_generator_leaves_out_fails_lint() {
 #[test]
 fn a_singular_built_in_resource_is_warned_with_the_plural() {
     let spec = format!(
-        "  match:\n    resources: [pod, apps/v1/statefulset, nodes/status, example.com/v1/widget, virtualservices]\n{SET_LABEL}"
+        "  match:\n    resources: [pod, apps/v1/statefulset, nodes/status, example.com/v1/widget, virtualservices, apps/statefulsets, pods/status]\n{SET_LABEL}"
     );
     let (code, stdout) = lint(&[("p.yaml", &policy("p", &spec))]);
     assert_eq!(code, 0, "{stdout}");
     assert_eq!(
         stdout.trim_end(),
         "p.yaml:7: warning: policy p: spec.match.resources[0]: \"pod\" is not a resource name, so this rule never matches: the apiserver names resources in the plural, in lower case (hint: write pods)\n\
-         p.yaml:7: warning: policy p: spec.match.resources[1]: \"statefulset\" is not a resource name, so this rule never matches: the apiserver names resources in the plural, in lower case (hint: write apps/v1/statefulsets)"
+         p.yaml:7: warning: policy p: spec.match.resources[1]: \"statefulset\" is not a resource name, so this rule never matches: the apiserver names resources in the plural, in lower case (hint: write apps/v1/statefulsets)\n\
+         p.yaml:7: warning: policy p: spec.match.resources[5]: \"apps/statefulsets\" reads as resource \"apps\" with subresource \"statefulsets\", so this rule never matches: a group needs a version (or `*`) before the resource (hint: write apps/*/statefulsets)"
     );
 }
 

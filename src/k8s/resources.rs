@@ -66,6 +66,26 @@ pub const BUILT_IN_SUBRESOURCES: &[&str] = &[
     "token",
 ];
 
+/// Whether `group` is one of Kubernetes' built-in API groups (the core group is `""`).
+pub fn is_built_in_group(group: &str) -> bool {
+    matches!(
+        group,
+        "" | "apps"
+            | "batch"
+            | "autoscaling"
+            | "policy"
+            | "networking.k8s.io"
+            | "rbac.authorization.k8s.io"
+            | "storage.k8s.io"
+            | "coordination.k8s.io"
+            | "discovery.k8s.io"
+            | "scheduling.k8s.io"
+            | "admissionregistration.k8s.io"
+            | "apiextensions.k8s.io"
+            | "certificates.k8s.io"
+    )
+}
+
 /// Whether `resource` is a built-in resource's plural name.
 pub fn is_built_in(resource: &str) -> bool {
     BUILT_IN_RESOURCES.binary_search(&resource).is_ok()

@@ -293,30 +293,29 @@ impl Compiler<'_> {
     }
 
     /// A built-in resource written as its kind or in the singular (`pod`, `Deployment`)
-    /// never matches: the apiserver names resources in the plural, in lower case.
+    /// never matches: the apiserver names resources in the plural, in lower case. Nor
+    /// does a group and a resource without a version (`apps/statefulsets`), which reads
+    /// as a resource and its subresource.
     fn check_resource_name(&mut self, field: &str, written: &str, rule: &ResourceRule) {
-        let built_in_group = rule.group.as_deref().is_none_or(|group| {
-            matches!(
-                group,
-                "" | "apps"
-                    | "batch"
-                    | "autoscaling"
-                    | "policy"
-                    | "networking.k8s.io"
-                    | "rbac.authorization.k8s.io"
-                    | "storage.k8s.io"
-                    | "coordination.k8s.io"
-                    | "discovery.k8s.io"
-                    | "scheduling.k8s.io"
-                    | "admissionregistration.k8s.io"
-                    | "apiextensions.k8s.io"
-                    | "certificates.k8s.io"
-            )
-        });
-        if !built_in_group {
+        use crate::k8s::resources::{is_built_in, is_built_in_group, meant};
+        if let (None, Some(subresource)) = (&rule.group, &rule.subresource)
+            && !rule.resource.is_empty()
+            && is_built_in_group(&rule.resource)
+            && is_built_in(subresource)
+        {
+            let message = format!(
+                "{written:?} reads as resource {:?} with subresource {subresource:?}, so this \
+                 rule never matches: a group needs a version (or `*`) before the resource",
+                rule.resource
+            );
+            let hint = format!("write {}/*/{subresource}", rule.resource);
+            self.warning_with_hint(field, written, &message, &hint);
             return;
         }
-        if let Some(plural) = crate::k8s::resources::meant(&rule.resource) {
+        if !rule.group.as_deref().is_none_or(is_built_in_group) {
+            return;
+        }
+        if let Some(plural) = meant(&rule.resource) {
             let message = format!(
                 "{:?} is not a resource name, so this rule never matches: the apiserver names \
                  resources in the plural, in lower case",
