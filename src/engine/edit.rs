@@ -293,9 +293,9 @@ fn merged<'t>(
         (Tree::Map(_), Tree::Map(entries), _) => {
             // The map as merged so far; `None` while nothing changed.
             let mut result: Option<Tree<'t>> = None;
-            for (key, value) in entries.iter() {
+            for (key, value) in entries.entries() {
                 let present = result.as_ref().unwrap_or(target).get(key);
-                location.push(Token::Key(key.to_owned()));
+                location.push(Token::Key(key.to_string()));
                 // `Some(None)` removes the key.
                 let change = match (present, value) {
                     (Some(_), Tree::Null) if options.if_absent => Ok(None),
@@ -314,8 +314,10 @@ fn merged<'t>(
                     .get_or_insert_with(|| target.resolved().clone())
                     .map_mut();
                 match (map, change) {
+                    // The fragment's key as it is (borrowed from the text it was read
+                    // from where it was), not a copy.
                     (Some(map), Some(value)) => {
-                        map.insert(key.to_owned(), value);
+                        map.insert(key.clone(), value);
                     }
                     (Some(map), None) => {
                         map.remove(key);
