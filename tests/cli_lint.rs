@@ -578,3 +578,43 @@ fn a_part_reading_only_params_that_fails_at_load_is_warned() {
     );
     assert_eq!(stdout.matches("warning:").count(), 1, "{stdout}");
 }
+
+/// A literal merge fragment whose item of a keyed list lacks its key would fail every
+/// review it runs in: lint refuses it, at the item's line and field, in the words the
+/// merge uses at admission.
+#[test]
+fn a_merged_item_without_its_merge_key_is_an_error() {
+    let spec = format!(
+        "{MATCH_PODS}  mutations:\n    - merge:\n        path: $.spec\n        value:\n          containers:\n            - name: sidecar\n              volumeMounts:\n                - name: conf\n          volumes:\n            - configMap: {{name: conf}}\n"
+    );
+    check(
+        &[("p.yaml", &policy("p", &spec))],
+        "p.yaml:15: policy p: spec.mutations[0].merge.value.containers[0].volumeMounts[0]: \
+         cannot merge into $.spec.containers[0].volumeMounts: Kubernetes merges this list by \
+         \"mountPath\", and item 0 of the value has no \"mountPath\", so the merge fails wherever \
+         it runs (hint: give every item of $.spec.containers[0].volumeMounts its mountPath)",
+    );
+}
+
+/// Where the fragment's items or its location are known only at admission (a template, a
+/// `foreach`, a path to several places), or the list is not merged by key, lint says nothing.
+#[test]
+fn merge_keys_are_checked_only_where_they_are_known() {
+    for mutation in [
+        // A list Kubernetes replaces whole.
+        "    - merge:\n        path: $.spec\n        value:\n          tolerations:\n            - operator: Exists\n",
+        // A null entry removes the key: nothing of it is merged.
+        "    - merge:\n        value:\n          spec:\n            containers: null\n",
+        // The item is rendered at admission.
+        "    - merge:\n        path: $.spec\n        value:\n          containers:\n            - \"{{ {'image': 'nginx'} }}\"\n",
+        // Under foreach, relative to each element.
+        "    - foreach: $.spec.containers[*]\n      merge:\n        path: \"@\"\n        value:\n          env:\n            - value: x\n",
+        // A path to several places.
+        "    - merge:\n        path: $.spec.containers[*]\n        value:\n          env:\n            - value: x\n",
+    ] {
+        let spec = format!("{MATCH_PODS}  mutations:\n{mutation}");
+        let (code, stdout) = lint(&[("p.yaml", &policy("p", &spec))]);
+        assert_eq!(code, 0, "{mutation}\n{stdout}");
+        assert!(!stdout.contains("cannot merge into"), "{stdout}");
+    }
+}

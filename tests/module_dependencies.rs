@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("tree", &[]),
     ("jsonpath", &["tree"]),
-    ("k8s", &["tree"]),
+    ("k8s", &["jsonpath", "tree"]),
     ("manifests", &[]),
     ("expr", &["k8s", "tree"]),
     ("namespaces", &["k8s"]),

@@ -288,7 +288,7 @@ fn merged<'t>(
     match (
         target.resolved(),
         fragment.resolved(),
-        list_merge_key(location),
+        merge_keys::at(location),
     ) {
         (Tree::Map(_), Tree::Map(entries), _) => {
             // The map as merged so far; `None` while nothing changed.
@@ -385,18 +385,6 @@ fn merged<'t>(
     }
 }
 
-/// The merge key of the list at `location`, when Kubernetes merges it item by item.
-fn list_merge_key(location: &[Token]) -> Option<&'static str> {
-    let [.., Token::Key(field)] = location else {
-        return None;
-    };
-    let item_of = match location {
-        [.., Token::Key(list), Token::Index(_), Token::Key(_)] => Some(list.as_str()),
-        _ => None,
-    };
-    merge_keys::merge_key(field, item_of)
-}
-
 /// A fragment as it is written at `location`, where nothing was merged into yet: what a
 /// second merge of the same fragment leaves, so merging converges in one pass. Null map
 /// values mean "remove" in a merge, so they are dropped, also inside the items of keyed
@@ -464,7 +452,7 @@ fn prune<'t>(value: &Tree<'t>, location: &mut Vec<Token>) -> Result<Pruned<'t>, 
             Ok(changed.map_or(Pruned::Kept, |map| Pruned::Changed(Tree::from(map))))
         }
         Tree::List(items) => {
-            let Some(key) = list_merge_key(location) else {
+            let Some(key) = merge_keys::at(location) else {
                 return Ok(Pruned::Kept);
             };
             if items.is_empty() {

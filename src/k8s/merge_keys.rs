@@ -3,6 +3,8 @@
 //! strategic merge patch uses. A list not named here has no merge key and is replaced
 //! whole (tolerations, args, command).
 
+use crate::jsonpath::Token;
+
 /// The merge key of the list in field `field`. `item_of` is the list whose item holds
 /// the field, when it is one (`containers` for a container's `ports`): the same field
 /// name has different keys in different types.
@@ -31,6 +33,19 @@ pub fn merge_key(field: &str, item_of: Option<&str>) -> Option<&'static str> {
         "conditions" => "type",
         _ => return None,
     })
+}
+
+/// The merge key of the list at `location`, when Kubernetes merges it item by item: the
+/// list's field, and the list its parent is an item of (`spec.containers[0].ports`).
+pub fn at(location: &[Token]) -> Option<&'static str> {
+    let [.., Token::Key(field)] = location else {
+        return None;
+    };
+    let item_of = match location {
+        [.., Token::Key(list), Token::Index(_), Token::Key(_)] => Some(list.as_str()),
+        _ => None,
+    };
+    merge_key(field, item_of)
 }
 
 fn is_container_list(list: Option<&str>) -> bool {

@@ -789,6 +789,11 @@ impl Compiler<'_> {
                 );
             }
             let value = self.template(&format!("{field}.value"), &merge.value)?;
+            if !self.in_foreach
+                && let ValueSource::Literal(fragment) = &value
+            {
+                self.check_merge_keys(&format!("{field}.value"), path.as_ref(), fragment);
+            }
             Some((
                 field,
                 MutationKind::Merge {
@@ -978,6 +983,54 @@ impl Compiler<'_> {
         }
     }
 
+    /// An item of a list Kubernetes merges by key, without that key, fails the merge
+    /// wherever it runs (the merge finds items by their key): an error here, where the
+    /// fragment is a literal and its location known (no `foreach`, a path to one place or
+    /// none). The walk is the one a merge makes through a fragment: null values are
+    /// removals, other lists are replaced whole.
+    fn check_merge_keys(&mut self, field: &str, path: Option<&JsonPath>, fragment: &Tree<'_>) {
+        let mut location = match path {
+            None => Vec::new(),
+            Some(path) => match path.singular() {
+                Some(tokens) => tokens.to_vec(),
+                None => return,
+            },
+        };
+        let written = location.len();
+        let Some((key, item)) = missing_merge_key(fragment, &mut location) else {
+            return;
+        };
+        let at = crate::jsonpath::display(&location);
+        // The item's place in the value as written (`….value.spec.containers[0]`), where
+        // every key below the path is a plain name.
+        let mut item_field = field.to_string();
+        for token in location.get(written..).unwrap_or_default() {
+            match token {
+                Token::Key(name) if !name.is_empty() && !name.contains(['.', '[', ']']) => {
+                    item_field.push('.');
+                    item_field.push_str(name);
+                }
+                Token::Index(index) => item_field.push_str(&format!("[{index}]")),
+                Token::Key(_) => {
+                    item_field = field.to_string();
+                    break;
+                }
+            }
+        }
+        if item_field != field {
+            item_field.push_str(&format!("[{item}]"));
+        }
+        self.error(
+            &item_field,
+            key,
+            format!(
+                "cannot merge into {at}: Kubernetes merges this list by {key:?}, and item {item} \
+                 of the value has no {key:?}, so the merge fails wherever it runs"
+            ),
+            Some(&format!("give every item of {at} its {key}")),
+        );
+    }
+
     fn json_patch(
         &mut self,
         field: &str,
@@ -1038,6 +1091,39 @@ impl Compiler<'_> {
 }
 
 /// Whether a merge fragment holds a `null` map value anywhere.
+/// The first item of a list merged by key that lacks its key, below `location`: the key
+/// and the item's index, with `location` left at the list.
+fn missing_merge_key(value: &Tree<'_>, location: &mut Vec<Token>) -> Option<(&'static str, usize)> {
+    match value {
+        Tree::Map(map) => map.iter().find_map(|(key, entry)| {
+            if entry.is_null() {
+                return None;
+            }
+            location.push(Token::Key(key.to_string()));
+            let missing = missing_merge_key(entry, location);
+            if missing.is_none() {
+                location.pop();
+            }
+            missing
+        }),
+        Tree::List(items) => {
+            let key = crate::k8s::merge_keys::at(location)?;
+            items.iter().enumerate().find_map(|(index, item)| {
+                if item.get(key).is_none_or(Tree::is_null) {
+                    return Some((key, index));
+                }
+                location.push(Token::Index(index as i64));
+                let missing = missing_merge_key(item, location);
+                if missing.is_none() {
+                    location.pop();
+                }
+                missing
+            })
+        }
+        _ => None,
+    }
+}
+
 fn holds_null(value: &Value) -> bool {
     match value {
         Value::Object(map) => map.values().any(|v| v.is_null() || holds_null(v)),
