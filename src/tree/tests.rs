@@ -281,6 +281,31 @@ fn a_kept_text_is_refused_where_serde_json_refuses_to_build_it() {
     }
 }
 
+/// A kept text's strings are scanned eight bytes at a time: an escape or the closing
+/// quote at any offset, in strings of any length, ends the string where serde_json ends it.
+#[test]
+fn a_kept_string_ends_where_serde_json_ends_it_at_every_offset() {
+    for escape in [r#"\""#, r"\\", r"\u0041", r"\ud83d\ude00", r"\ud800"] {
+        for length in 0..20 {
+            for at in 0..=length {
+                let content = format!("{}{escape}{}", "a".repeat(at), "é".repeat(length - at));
+                for text in [
+                    format!(r#"{{"m":{{"k":"{content}","after":"x\"y"}}}}"#),
+                    format!(r#"{{"m":["{content}",1,"{content}"]}}"#),
+                    format!(r#"{{"m":{{"{content}":true}}}}"#),
+                ] {
+                    let expected = serde_json::from_str::<Value>(&text);
+                    let kept = Tree::parse_keeping(&text, &["m"]);
+                    assert_eq!(kept.is_ok(), expected.is_ok(), "{text}");
+                    if let (Ok(kept), Ok(expected)) = (kept, expected) {
+                        assert_eq!(kept.to_value(), expected, "{text}");
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn strings_borrow_from_the_text_and_owned_trees_fit_into_borrowed_ones() {
     use std::borrow::Cow;
