@@ -597,7 +597,8 @@ fn a_merged_item_without_its_merge_key_is_an_error() {
 }
 
 /// Where the fragment's items or its location are known only at admission (a template, a
-/// `foreach`, a path to several places), or the list is not merged by key, lint says nothing.
+/// `foreach`, a path to several places), where the merge may succeed (`ifAbsent`), or the
+/// list is not merged by key, lint says nothing.
 #[test]
 fn merge_keys_are_checked_only_where_they_are_known() {
     for mutation in [
@@ -609,6 +610,9 @@ fn merge_keys_are_checked_only_where_they_are_known() {
         "    - merge:\n        path: $.spec\n        value:\n          containers:\n            - \"{{ {'image': 'nginx'} }}\"\n",
         // Under foreach, relative to each element.
         "    - foreach: $.spec.containers[*]\n      merge:\n        path: \"@\"\n        value:\n          env:\n            - value: x\n",
+        // With ifAbsent an existing `app` container is not looked into: only pods
+        // without it fail.
+        "    - merge:\n        ifAbsent: true\n        value:\n          spec:\n            containers:\n              - name: app\n                env:\n                  - value: x\n",
         // A path to several places.
         "    - merge:\n        path: $.spec.containers[*]\n        value:\n          env:\n            - value: x\n",
     ] {

@@ -60,7 +60,7 @@ pub struct AdmissionRequest<'t> {
 impl<'t> AdmissionRequest<'t> {
     /// The object the request is about: its `object`, or at DELETE, which carries only
     /// `oldObject`, the old object. What policies match on and read (the engine's
-    /// `Subject` makes the old object read-only), and what logs and Events name.
+    /// `Subject` makes the old object read-only), and what `graft explain` names.
     pub fn subject(&self) -> Option<&Tree<'t>> {
         self.object.as_ref().or(self.old_object.as_ref())
     }

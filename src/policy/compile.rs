@@ -789,7 +789,10 @@ impl Compiler<'_> {
                 );
             }
             let value = self.template(&format!("{field}.value"), &merge.value)?;
+            // With ifAbsent an item already there is not looked into, so the merge fails
+            // only where the item is absent: not refused.
             if !self.in_foreach
+                && !merge.if_absent
                 && let ValueSource::Literal(fragment) = &value
             {
                 self.check_merge_keys(&format!("{field}.value"), path.as_ref(), fragment);
@@ -986,7 +989,7 @@ impl Compiler<'_> {
     /// An item of a list Kubernetes merges by key, without that key, fails the merge
     /// wherever it runs (the merge finds items by their key): an error here, where the
     /// fragment is a literal and its location known (no `foreach`, a path to one place or
-    /// none). The walk is the one a merge makes through a fragment: null values are
+    /// none), and the merge not `ifAbsent`. The walk is the one a merge makes through a fragment: null values are
     /// removals, other lists are replaced whole.
     fn check_merge_keys(&mut self, field: &str, path: Option<&JsonPath>, fragment: &Tree<'_>) {
         let mut location = match path {
@@ -1090,7 +1093,6 @@ impl Compiler<'_> {
     }
 }
 
-/// Whether a merge fragment holds a `null` map value anywhere.
 /// The first item of a list merged by key that lacks its key, below `location`: the key
 /// and the item's index, with `location` left at the list.
 fn missing_merge_key(value: &Tree<'_>, location: &mut Vec<Token>) -> Option<(&'static str, usize)> {
@@ -1124,6 +1126,7 @@ fn missing_merge_key(value: &Tree<'_>, location: &mut Vec<Token>) -> Option<(&'s
     }
 }
 
+/// Whether a merge fragment holds a `null` map value anywhere.
 fn holds_null(value: &Value) -> bool {
     match value {
         Value::Object(map) => map.values().any(|v| v.is_null() || holds_null(v)),

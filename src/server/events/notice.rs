@@ -96,10 +96,14 @@ pub fn notice(reviewed: &Reviewed) -> Option<Notice> {
 /// The reference for the request's object; `None` when it has neither a name nor a
 /// `generateName`, which the apiserver never sends.
 fn regarding(request: &AdmissionRequest<'_>) -> Option<Regarding> {
-    let object = request.subject();
+    // Field by field, the object's and else the old object's: a PUT may leave out
+    // `metadata.uid`, which the apiserver fills in from the stored object only after
+    // admission.
     let metadata = |field: &str| {
-        object
-            .and_then(|object| object.pointer(&format!("/metadata/{field}"))?.as_str())
+        [request.object.as_ref(), request.old_object.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|object| object.pointer(&format!("/metadata/{field}"))?.as_str())
             .filter(|value| !value.is_empty())
             .map(str::to_string)
     };

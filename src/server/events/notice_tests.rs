@@ -99,6 +99,21 @@ fn an_update_carries_the_uid() {
     assert_eq!(got.regarding.uid.as_deref(), Some("d2f1c7a0-aaaa"));
 }
 
+/// A PUT may leave `metadata.uid` out of its object (`kubectl replace` with a plain
+/// manifest): the apiserver fills it in from the stored object only after admission, so
+/// the reference takes it from the old object.
+#[test]
+fn an_update_without_a_uid_in_its_object_takes_the_old_objects() {
+    let mut request = pod_request(json!({"name": "web-0"}));
+    request["operation"] = json!("UPDATE");
+    request["name"] = json!("web-0");
+    request["oldObject"] = request["object"].clone();
+    request["oldObject"]["metadata"]["uid"] = json!("d2f1c7a0-bbbb");
+    let got = review(&set(LABEL_POLICY), request).expect("an Event");
+    assert_eq!(got.regarding.uid.as_deref(), Some("d2f1c7a0-bbbb"));
+    assert_eq!(got.regarding.name, "web-0");
+}
+
 #[test]
 fn a_denial_carries_its_message() {
     let request = pod_request(json!({"name": "web-0"}));
