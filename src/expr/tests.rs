@@ -69,6 +69,15 @@ fn params() -> Value {
 }
 
 /// The bindings of a request with no old object and no namespace object.
+/// The trees of `object`, the test request and the test params, for [`bindings`].
+fn trees(object: &Value) -> (Tree<'static>, Tree<'static>, Tree<'static>) {
+    (
+        Tree::from(object),
+        Tree::from(request()),
+        Tree::from(params()),
+    )
+}
+
 fn bindings<'a>(object: &'a Tree<'a>, request: &'a Tree<'a>, params: &'a Tree<'a>) -> Bindings<'a> {
     Bindings {
         object,
@@ -81,11 +90,7 @@ fn bindings<'a>(object: &'a Tree<'a>, request: &'a Tree<'a>, params: &'a Tree<'a
 
 /// Evaluates `source` against `object` with the default request and params.
 fn eval_on(object: &Value, source: &str) -> Result<Value, ExprError> {
-    let (object, request, params) = (
-        Tree::from(object),
-        Tree::from(request()),
-        Tree::from(params()),
-    );
+    let (object, request, params) = trees(object);
     let expression = compile(source)?;
     Scope::new(bindings(&object, &request, &params)).evaluate(&expression)
 }
@@ -106,11 +111,7 @@ fn check_err(source: &str, needle: &str) {
 }
 
 fn render(template: Value) -> Result<Value, ExprError> {
-    let (object, request, params) = (
-        Tree::from(pod()),
-        Tree::from(request()),
-        Tree::from(params()),
-    );
+    let (object, request, params) = trees(&pod());
     let template = Template::compile(&template, &declarations()).map_err(|e| e.error)?;
     let bindings = bindings(&object, &request, &params);
     let mut scope = Scope::new(bindings);
@@ -216,11 +217,7 @@ fn strings_extension_is_available() {
 
 #[test]
 fn evaluate_bool_rejects_other_types() {
-    let (object, request, params) = (
-        Tree::from(pod()),
-        Tree::from(request()),
-        Tree::from(params()),
-    );
+    let (object, request, params) = trees(&pod());
     let scope = Scope::new(bindings(&object, &request, &params));
     let truth = compile("request.operation == 'CREATE'").unwrap();
     assert_eq!(scope.evaluate_bool(&truth), Ok(true));
@@ -233,11 +230,7 @@ fn evaluate_bool_rejects_other_types() {
 
 #[test]
 fn old_object_is_null_when_absent_and_variables_accumulate() {
-    let (object, request, params) = (
-        Tree::from(pod()),
-        Tree::from(request()),
-        Tree::from(params()),
-    );
+    let (object, request, params) = trees(&pod());
     let old = Tree::from(json!({"metadata": {"name": "old"}}));
     let mut scope = Scope::new(bindings(&object, &request, &params));
     let expr = |s: &str| compile(s).unwrap();
@@ -263,11 +256,7 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
 /// not there, read as they do on a map literal.
 #[test]
 fn variables_read_as_a_map_of_them_does() {
-    let (object, request, params) = (
-        Tree::from(pod()),
-        Tree::from(request()),
-        Tree::from(params()),
-    );
+    let (object, request, params) = trees(&pod());
     let mut scope = Scope::new(bindings(&object, &request, &params));
     scope.set_variable("a", json!(2));
     scope.set_variable("b", json!({"k": "v", "n": {"x": 1}}));
@@ -359,11 +348,7 @@ fn example_typed_map_template() {
 
 #[test]
 fn example_scale_quantity() {
-    let (object, request, params) = (
-        Tree::from(pod()),
-        Tree::from(request()),
-        Tree::from(params()),
-    );
+    let (object, request, params) = trees(&pod());
     let mut scope = Scope::new(bindings(&object, &request, &params));
     let expr =
         compile("scaleQuantity(object.status.capacity.cpu, variables.cpuRatio, 'm')").unwrap();
