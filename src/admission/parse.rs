@@ -14,7 +14,7 @@ use std::cell::Cell;
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 
 use super::{
     AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, resolve,
@@ -28,6 +28,8 @@ use crate::tree::{self, Tree};
 /// rarely read.
 const KEPT: &[&str] = &["managedFields"];
 
+/// The review's fields are inside one map.
+const ENVELOPE_DEPTH: usize = 1;
 /// The objects are the values of a request, inside the review: two maps enclose them.
 const OBJECT_DEPTH: usize = 2;
 
@@ -87,10 +89,12 @@ fn parse_text<'b>(text: &'b str, builds: Builds<'_>) -> Result<Review<'b>, BadRe
     match pass(text, builds, Keep::Text) {
         // A text's check fails where the text ends: read once more with everything built,
         // serde_json says where in the body the error is.
-        Err(BadReview::Object { field, error }) => match pass(text, builds, Keep::Nothing) {
-            Err(exact @ BadReview::Object { .. }) => Err(exact),
-            _ => Err(BadReview::Object { field, error }),
-        },
+        Err(first @ (BadReview::Object { .. } | BadReview::Json(_))) => {
+            match pass(text, builds, Keep::Nothing) {
+                Err(exact @ (BadReview::Object { .. } | BadReview::Json(_))) => Err(exact),
+                _ => Err(first),
+            }
+        }
         parsed => parsed,
     }
 }
@@ -100,6 +104,19 @@ fn parse_text<'b>(text: &'b str, builds: Builds<'_>) -> Result<Review<'b>, BadRe
 enum Keep {
     Text,
     Nothing,
+}
+
+impl Keep {
+    /// Reads the value of a field graft does not use, `depth` maps deep, and drops it. It
+    /// is checked as building it would check it, as the rest of the body is: serde's
+    /// `IgnoredAny` would let a lone surrogate, a number out of range or nesting past the
+    /// recursion limit through, which a plain serde_json parse of the body refuses.
+    fn skip<'de, A: MapAccess<'de>>(self, map: &mut A, depth: usize) -> Result<(), A::Error> {
+        match self {
+            Keep::Text => map.next_value_seed(tree::text_seed(depth)).map(drop),
+            Keep::Nothing => map.next_value_seed(tree::seed(depth, &[])).map(drop),
+        }
+    }
 }
 
 fn pass<'b>(text: &'b str, builds: Builds<'_>, keep: Keep) -> Result<Review<'b>, BadReview> {
@@ -182,7 +199,7 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_, '_> {
                     4
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    self.keep.skip(&mut map, ENVELOPE_DEPTH)?;
                     continue;
                 }
             };
@@ -260,7 +277,7 @@ impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
                     Field::OldObject
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    self.keep.skip(&mut map, OBJECT_DEPTH)?;
                     continue;
                 }
             };
@@ -547,6 +564,31 @@ mod tests {
                         "{text}: {error}"
                     ),
                     other => panic!("{text}: {other:?}"),
+                }
+            }
+        }
+        // A field graft does not use is refused as serde_json refuses it, at the same
+        // place, in the review and in the request.
+        let deep = format!("{}1{}", "[".repeat(127), "]".repeat(127));
+        for unused in [r#""a\ud999Z1""#, r#""\udc00""#, "1e400", "[-1e400]", &deep] {
+            for text in [
+                format!(
+                    r#"{{"apiVersion":"admission.k8s.io/v1","extra":{{"x":{unused}}},"kind":"AdmissionReview","request":{{"uid":"u"}}}}"#
+                ),
+                format!(
+                    r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","options":{unused},"object":{{}}}}}}"#
+                ),
+            ] {
+                let expected = serde_json::from_str::<Value>(&text).expect_err(&text);
+                for builds in [false, true] {
+                    match parsed_with(&text, builds).0 {
+                        Err(BadReview::Json(error)) => assert_eq!(
+                            (error.line(), error.column()),
+                            (expected.line(), expected.column()),
+                            "{text}: {error}"
+                        ),
+                        other => panic!("{text}: {other:?}"),
+                    }
                 }
             }
         }

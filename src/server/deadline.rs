@@ -25,9 +25,13 @@ pub fn budget(query: Option<&str>, limit: Duration) -> Duration {
     }
 }
 
-/// The share of the apiserver's `timeout` graft uses.
+/// The share of the apiserver's `timeout` graft uses. A timeout the share of which
+/// does not fit a `Duration` is past any server-wide limit anyway.
 fn within(timeout: Duration) -> Duration {
-    let margin = (timeout - timeout * SHARE_NUM / SHARE_DEN).min(MAX_MARGIN);
+    let Some(share) = timeout.checked_mul(SHARE_NUM) else {
+        return Duration::MAX;
+    };
+    let margin = (timeout - share / SHARE_DEN).min(MAX_MARGIN);
     timeout - margin
 }
 
@@ -41,7 +45,8 @@ fn apiserver_timeout(query: &str) -> Option<Duration> {
 }
 
 /// Parses what Go's `time.Duration.String` writes: `10s`, `1m30s`, `1.5s`, `250ms`.
-/// Zero or unreadable durations are `None`, so the server-wide limit applies.
+/// Zero, unreadable or unrepresentable durations are `None`, so the server-wide limit
+/// applies.
 fn parse_go_duration(text: &str) -> Option<Duration> {
     let mut rest = text;
     let mut total = Duration::ZERO;
@@ -64,7 +69,7 @@ fn parse_go_duration(text: &str) -> Option<Duration> {
             _ => return None,
         };
         let value: f64 = number.parse().ok()?;
-        total += Duration::try_from_secs_f64(value * seconds_per_unit).ok()?;
+        total = total.checked_add(Duration::try_from_secs_f64(value * seconds_per_unit).ok()?)?;
         rest = after;
     }
     (!total.is_zero()).then_some(total)
@@ -96,6 +101,11 @@ mod tests {
         check(Some("timeout=-1s"), LIMIT);
         check(Some("timeout="), LIMIT);
         check(Some("timeout=10"), LIMIT);
+        // Any client may send any query: durations past what a `Duration` holds, or
+        // whose share overflows, are past the limit.
+        check(Some("timeout=3000000000000000000s"), LIMIT);
+        check(Some("timeout=4000000000000000h4000000000000000h"), LIMIT);
+        check(Some("timeout=18446744073709551615s"), LIMIT);
     }
 
     #[test]
