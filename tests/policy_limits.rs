@@ -259,6 +259,39 @@ fn comprehensions_nest_at_most_two_deep() {
     assert!(!reviewed.evaluation.patch.0.is_empty());
 }
 
+/// A chain of operators parses in a loop into a tree as deep as it is long, which the
+/// interpreter (and the parse, for a long enough one) recurses on: a long chain in a
+/// ConfigMap edit must be a finding, never a stack overflow of the reloading server.
+#[test]
+fn long_operator_chains_are_refused_at_load() {
+    let chain = |terms: usize| format!("{{{{ 1{} }}}}", " + 1".repeat(terms - 1));
+    let set_to =
+        |value: String| json!([{"set": {"path": "$.metadata.annotations.n", "value": value}}]);
+    for (terms, reason) in [
+        (97, "nests 97 levels deep"),
+        (1_000, "nests 1000 levels deep"),
+        (1_000_000, "has 999999 operator characters"),
+    ] {
+        let errors = load_errors(&policy("Ignore", json!({}), set_to(chain(terms))));
+        assert!(errors.contains(reason), "{terms}: {errors}");
+    }
+    // 96 levels, constant, are evaluated at load, and the result is set. A debug build's
+    // frames are many times a release build's (which evaluates this in about 220 KiB of
+    // stack): the test gives the evaluation the stack the debug build needs.
+    let at_the_limit = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let set = load(&policy("Fail", json!({}), set_to(chain(96))));
+            let body = fixture();
+            let reviewed = admission::review(&body, &set, NO_NAMESPACES).expect("review");
+            assert_eq!(reviewed.evaluation.outcome, Outcome::Allowed);
+            let mutated = reviewed.evaluation.mutated().expect("changed");
+            assert_eq!(mutated["metadata"]["annotations"]["n"], json!(96));
+        })
+        .expect("a thread");
+    at_the_limit.join().expect("evaluated at the limit");
+}
+
 /// Two nested comprehensions over a list from the object are quadratic in a size the
 /// requester controls: the cost budget ends the evaluation, and the policy fails per its
 /// failurePolicy, naming the budget.

@@ -1,19 +1,20 @@
 //! Conversions between JSON values and CEL values.
 //!
 //! JSON to CEL converts whole values that own their strings (`variables`,
-//! `element`, decoded JSON); the request's JSON is read in place through
-//! [`super::view`] instead. CEL to JSON
+//! `element`, decoded JSON), their maps walked in the JSON's order; the request's
+//! JSON is read in place through [`super::view`] instead. CEL to JSON
 //! sorts map keys (CEL maps are unordered, graft's output must be
 //! deterministic) and bounds the result's size.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use cel::common::traits::{Container, Indexer, Iterable, Sizer, Zeroer};
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelOptional, CelString,
     CelUInt, DYN_TYPE, Kind, LIST_TYPE, MAP_TYPE, Type,
 };
-use cel::common::value::{StaticVal, Val};
+use cel::common::value::{Builtin, BuiltinRef, StaticVal, Val};
 use serde_json::{Map, Number, Value};
 
 use super::ExprError;
@@ -51,9 +52,110 @@ fn to_val(value: &Value, depth: usize) -> Result<Box<dyn Val + 'static>, ExprErr
                     to_val(item, depth + 1)?,
                 );
             }
-            Box::new(CelMap::from(map))
+            Box::new(OrderedMap {
+                map: CelMap::from(map),
+                keys: fields
+                    .keys()
+                    .map(|key| CelString::from(key.to_owned()))
+                    .collect(),
+            })
         }
     })
+}
+
+/// A map converted from JSON (a variable, decoded JSON, a function's result). cel's own
+/// map walks its keys in its hash map's order, which is random per process; this one
+/// walks them in the JSON's order, as the views of the object do, so what an expression
+/// builds by iterating it is the same on every replica. Everything else is cel's map's.
+#[derive(Debug, Clone)]
+struct OrderedMap {
+    map: CelMap<'static>,
+    keys: Vec<CelString<'static>>,
+}
+
+impl Val for OrderedMap {
+    fn get_type(&self) -> &Type {
+        <Self as Val>::cel_type()
+    }
+
+    fn cel_type() -> &'static Type {
+        &MAP_TYPE
+    }
+
+    fn as_container(&self) -> Option<&dyn Container> {
+        self.map.as_container()
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        self.map.as_indexer()
+    }
+
+    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
+    where
+        Self: 'v,
+    {
+        Some(Box::new(self.map))
+    }
+
+    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+
+    fn as_sizer(&self) -> Option<&dyn Sizer> {
+        self.map.as_sizer()
+    }
+
+    fn as_zeroer(&self) -> Option<&dyn Zeroer> {
+        self.map.as_zeroer()
+    }
+
+    fn equals(&self, other: &dyn Val) -> bool {
+        self.map.equals(other)
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    where
+        Self: 'v,
+    {
+        Box::new(self.clone())
+    }
+
+    fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
+    where
+        Self: 'v,
+    {
+        BuiltinRef::Map(&self.map)
+    }
+
+    fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
+    where
+        Self: 'v,
+    {
+        Some(Builtin::Map(self.map))
+    }
+}
+
+impl Iterable for OrderedMap {
+    fn iter<'b, 'v>(&'b self) -> Box<dyn cel::common::traits::Iterator<'b, 'v> + 'b>
+    where
+        Self: 'v,
+    {
+        Box::new(KeysInOrder(self.keys.iter()))
+    }
+}
+
+struct KeysInOrder<'b>(std::slice::Iter<'b, CelString<'static>>);
+
+impl<'b, 'v> cel::common::traits::Iterator<'b, 'v> for KeysInOrder<'b> {
+    fn next(&mut self) -> Option<&'b (dyn Val + 'v)> {
+        self.0.next().map(|key| key as &dyn Val)
+    }
 }
 
 /// A JSON number as CEL: `int` when it fits, else `uint`, else `double`.

@@ -6,7 +6,7 @@
 //! | `podOrdinal(object)` | `int`: label `apps.kubernetes.io/pod-index`, else the number after the name's last `-` |
 //! | `quantityValue(string)` | `double`: a `resource.Quantity` in base units (cores, bytes) |
 //! | `formatQuantity(double\|int, string unit)` | `string`: rounded down to `m`, `""`, `k`..`E` or `Ki`..`Ei` |
-//! | `scaleQuantity(string, double\|int factor, string unit)` | `string`: `formatQuantity(quantityValue(q) * factor, unit)` |
+//! | `scaleQuantity(string, double\|int factor, string unit)` | `string`: `q × factor` rounded down to `unit`, the product exact in decimal |
 //! | `jsonDecode(string)` | `dyn` |
 //! | `jsonEncode(dyn)` | `string`: compact, keys sorted |
 //! | `annotationJSON(object, string key)` | `dyn`: the annotation decoded, null when absent |
@@ -210,10 +210,12 @@ fn format_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
 fn scale_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     const NAME: &str = "scaleQuantity";
     let [text, factor, unit] = arity::<3>(NAME, &args)?;
-    let value = quantity::quantity_value(string_arg(NAME, text)?).map_err(|e| fail(NAME, e))?;
-    let scaled = value * number_arg(NAME, factor)?;
-    let text =
-        quantity::format_quantity(scaled, string_arg(NAME, unit)?).map_err(|e| fail(NAME, e))?;
+    let text = quantity::scale_quantity(
+        string_arg(NAME, text)?,
+        number_arg(NAME, factor)?,
+        string_arg(NAME, unit)?,
+    )
+    .map_err(|e| fail(NAME, e))?;
     Ok(CowVal::owned(CelString::from(text)))
 }
 
@@ -277,7 +279,10 @@ fn multus_networks<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     let Value::Array(desired) = desired.as_ref() else {
         return Err(fail(
             NAME,
-            format!("desired networks must be a list, got {desired}"),
+            format!(
+                "desired networks must be a list, got {}",
+                crate::k8s::json_text::type_name(desired.as_ref())
+            ),
         ));
     };
     let text = multus::merge(
@@ -325,7 +330,13 @@ fn format_image_reference<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v
         Some(Value::String(text)) => Ok(text.clone()),
         None | Some(Value::Null) if !required => Ok(String::new()),
         None | Some(Value::Null) => Err(fail(NAME, format!("the map has no {key}"))),
-        Some(other) => Err(fail(NAME, format!("{key} must be a string, got {other}"))),
+        Some(other) => Err(fail(
+            NAME,
+            format!(
+                "{key} must be a string, got {}",
+                crate::k8s::json_text::type_name(other)
+            ),
+        )),
     };
     let reference = ImageReference {
         registry: part("registry", true)?,
@@ -423,4 +434,87 @@ fn at_path<R>(value: &dyn Val, path: &[&str], f: impl FnOnce(&dyn Val) -> R) -> 
     };
     let child = value.as_indexer()?.get(&CelString::from(*key)).ok()?;
     at_path(child.as_ref(), rest, f)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::evaluate_unbound as eval;
+
+    fn error(source: &str) -> String {
+        match eval(source) {
+            Err(error) => error.to_string(),
+            Ok(value) => panic!("{source}: expected an error, got {value}"),
+        }
+    }
+
+    #[test]
+    fn quantities_round_down_exactly() {
+        for (source, expected) in [
+            ("scaleQuantity('1Ti', 1.0, '')", "1099511627776"),
+            ("scaleQuantity('3', 0.7, 'm')", "2100m"),
+            ("scaleQuantity('64Gi', 0.9, 'Ki')", "60397977Ki"),
+            ("scaleQuantity('1Ei', 1, '')", "1152921504606846976"),
+            ("formatQuantity(1e12, '')", "1000000000000"),
+            ("formatQuantity(1e15, 'm')", "1000000000000000"),
+            ("formatQuantity(quantityValue('1Ti'), '')", "1099511627776"),
+            ("formatQuantity(0.7 * 3.0, 'm')", "2099m"),
+        ] {
+            assert_eq!(eval(source), Ok(json!(expected)), "{source}");
+        }
+    }
+
+    #[test]
+    fn multus_networks_leaves_a_value_listing_every_network_as_it_is() {
+        let desired = "[{'name': 'a', 'namespace': 'net'}, {'name': 'b'}]";
+        for existing in [
+            "net/a@eth1,ns/b",
+            "net/a, b",
+            "[{\"name\":\"b\"},{\"name\":\"a\",\"namespace\":\"net\"}]",
+        ] {
+            let source = format!("multusNetworks('{existing}', {desired}, 'ns')");
+            assert_eq!(eval(&source), Ok(json!(existing)), "{source}");
+        }
+        assert_eq!(eval("multusNetworks('', [], 'ns')"), Ok(json!("")));
+        assert_eq!(
+            eval("multusNetworks('net/a', [{'name': 'c'}], 'ns')"),
+            Ok(json!(r#"[{"name":"a","namespace":"net"},{"name":"c"}]"#))
+        );
+    }
+
+    #[test]
+    fn errors_name_types_never_values() {
+        for (source, expected) in [
+            (
+                "formatImageReference({'registry': 'r.io', 'repository': 'a', 'tag': 12345})",
+                "Error executing function 'formatImageReference': tag must be a string, got a number",
+            ),
+            (
+                "formatImageReference({'registry': ['secret'], 'repository': 'a'})",
+                "Error executing function 'formatImageReference': registry must be a string, got a list",
+            ),
+            (
+                "parseImageReference('Secret')",
+                "Error executing function 'parseImageReference': invalid image reference: the \
+                 repository is not '/'-separated path components of lower-case letters and digits, \
+                 separated by '.', '_', '__' or '-' (such as library/nginx)",
+            ),
+            (
+                "quantityValue('12345 secret')",
+                "Error executing function 'quantityValue': the value is not a Kubernetes quantity \
+                 (expected a number with an optional suffix such as 500m, 1.5, 32Gi, 129e6)",
+            ),
+            (
+                "scaleQuantity('12345', -1.5, 'm')",
+                "Error executing function 'scaleQuantity': cannot format the value as a quantity: \
+                 it is negative",
+            ),
+        ] {
+            let message = error(source);
+            assert_eq!(message, expected, "{source}");
+            assert!(!message.to_lowercase().contains("secret"), "{message}");
+            assert!(!message.contains("12345"), "{message}");
+        }
+    }
 }

@@ -128,7 +128,7 @@ fn image_references() {
     check_err(&[
         (
             "parseImageReference('Bad')",
-            "invalid image reference \"Bad\"",
+            "invalid image reference: the repository is not",
         ),
         (
             "formatImageReference({'registry': 'r.io'})",

@@ -65,8 +65,12 @@ pub enum ExprError {
     Check(CheckError),
     #[error("{0}")]
     Evaluate(String),
+    /// The result's JSON type only: the value may be the object's contents.
     #[error("expected a {expected} result, got {got}")]
-    ResultType { expected: &'static str, got: String },
+    ResultType {
+        expected: &'static str,
+        got: &'static str,
+    },
 }
 
 /// The variables an expression or template refers to, and which parts of `object` it reads
@@ -181,6 +185,7 @@ impl Expression {
         if source.trim().is_empty() {
             return Err(ExprError::Compile("the expression is empty".to_string()));
         }
+        limits::check_source(source).map_err(ExprError::Compile)?;
         let program = env
             .compile(source)
             .map_err(|e| ExprError::Compile(e.to_string()))?;
@@ -348,7 +353,7 @@ impl<'a> Scope<'a> {
             Value::Bool(b) => Ok(b),
             other => Err(ExprError::ResultType {
                 expected: "bool",
-                got: other.to_string(),
+                got: crate::k8s::json_text::type_name(&other),
             }),
         }
     }

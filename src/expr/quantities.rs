@@ -263,4 +263,26 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn errors_never_quote_the_value() {
+        for (source, expected) in [
+            (
+                "quantity('12345 secret')",
+                "Error executing function 'quantity': the value is not a Kubernetes quantity \
+                 (expected a number with an optional suffix such as 500m, 1.5, 32Gi, 129e6)",
+            ),
+            (
+                "quantity('12345e30')",
+                "Error executing function 'quantity': the quantity is out of range (an exact \
+                 quantity holds up to about 1.7e29 base units)",
+            ),
+        ] {
+            match eval(source) {
+                Err(error) => assert_eq!(error.to_string(), expected, "{source}"),
+                Ok(value) => panic!("{source}: {value}"),
+            }
+        }
+        assert_eq!(eval("isQuantity('12345 secret')"), Ok(json!(false)));
+    }
 }

@@ -228,15 +228,21 @@ fn append_text(out: &mut String, value: &Value) -> Result<(), ExprError> {
     Ok(())
 }
 
-/// Says which template failed, since a policy value may hold many. Result
+/// Says which template failed, since a policy value may hold many: where in the value,
+/// why, then the expression (on one line). The reason comes before the expression,
+/// since the engine cuts a warning at 120 characters and a template may be long. Result
 /// type errors keep their variant so callers can still match on them.
 fn in_context(error: ExprError, path: &str, expression: &Expression) -> ExprError {
     match error {
-        ExprError::Evaluate(message) => ExprError::Evaluate(format!(
-            "{}: {{{{ {} }}}}: {message}",
-            display_path(path),
-            expression.source().trim()
-        )),
+        ExprError::Evaluate(message) => {
+            let source = expression.source().split_whitespace().collect::<Vec<_>>();
+            let source = source.join(" ");
+            ExprError::Evaluate(if path.is_empty() {
+                format!("{message} (in {{{{ {source} }}}})")
+            } else {
+                format!("{path}: {message} (in {{{{ {source} }}}})")
+            })
+        }
         other => other,
     }
 }

@@ -226,6 +226,12 @@ fn evaluate_bool_rejects_other_types() {
         scope.evaluate_bool(&number),
         Err(ExprError::ResultType { .. })
     ));
+    // The type, never the value: it may be the object's contents, and reasons are logged.
+    let labels = compile("object.metadata.labels").unwrap();
+    assert_eq!(
+        scope.evaluate_bool(&labels).unwrap_err().to_string(),
+        "expected a bool result, got an object"
+    );
 }
 
 #[test]
@@ -385,7 +391,10 @@ fn quantity_functions() {
     check("quantityValue('500m')", json!(0.5));
     check("quantityValue('32Gi')", json!(34_359_738_368.0));
     check("quantityValue(object.status.capacity.cpu)", json!(12.0));
-    check_err("quantityValue('12 cores')", "'12 cores'");
+    check_err(
+        "quantityValue('12 cores')",
+        "the value is not a Kubernetes quantity",
+    );
     check_err("quantityValue('12 cores')", "quantityValue");
     check("formatQuantity(12.0, 'm')", json!("12"));
     check("formatQuantity(10.5, 'm')", json!("10500m"));
@@ -413,6 +422,21 @@ fn json_functions() {
     );
     check("jsonEncode(jsonDecode('[1,2]'))", json!("[1,2]"));
     check_err("jsonEncode(b'x')", "jsonEncode");
+}
+
+/// A decoded map is walked in its JSON order, whatever cel's hash map's order is: what
+/// an expression builds from it is the same on every replica.
+#[test]
+fn decoded_maps_are_walked_in_their_json_order() {
+    let keys: Vec<String> = (0..40).map(|i| format!("k{:02}", (i * 7) % 40)).collect();
+    let object: serde_json::Map<String, Value> =
+        keys.iter().map(|key| (key.clone(), json!(1))).collect();
+    let text = Value::Object(object).to_string().replace('\'', "\\'");
+    check(&format!("jsonDecode('{text}').map(k, k)"), json!(keys));
+    check(
+        &format!("jsonDecode('[{text}]')[0].filter(k, k != '')"),
+        json!(keys),
+    );
 }
 
 #[test]

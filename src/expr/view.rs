@@ -21,6 +21,7 @@
 //! (`super::paths`); and a map's indexer finds a string key in the JSON, which is how
 //! graft's functions (`podOrdinal`, `annotationJSON`) read the object they are given.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, OnceLock};
 
@@ -148,6 +149,36 @@ impl<'a> MapView<'a> {
     }
 }
 
+/// A comprehension over an object's map walks its keys in the object's order. cel's own
+/// map walks them in its hash map's order, which is random per process: `labels.map(k,
+/// k)` would differ between replicas, and so would a patch made from it.
+impl<'a> Iterable for MapView<'a> {
+    fn iter<'b, 'v>(&'b self) -> Box<dyn cel::common::traits::Iterator<'b, 'v> + 'b>
+    where
+        Self: 'v,
+    {
+        Box::new(KeysInOrder {
+            fields: self.fields().entries().iter(),
+            level: self.level(),
+        })
+    }
+}
+
+/// The keys of a map view in the object's order, lent from its converted level.
+struct KeysInOrder<'b, 'a> {
+    fields: std::slice::Iter<'a, (Cow<'a, str>, Tree<'a>)>,
+    level: &'b CelMap<'a>,
+}
+
+impl<'b, 'a: 'v, 'v> cel::common::traits::Iterator<'b, 'v> for KeysInOrder<'b, 'a> {
+    fn next(&mut self) -> Option<&'b (dyn Val + 'v)> {
+        let (key, _) = self.fields.next()?;
+        let key = CelMapKey::String(CelString::from(&**key));
+        let (stored, _) = self.level.inner().get_key_value(&key)?;
+        Some(stored.inner())
+    }
+}
+
 fn map_level<'a>(fields: &'a Map<'a>) -> CelMap<'a> {
     let mut map = HashMap::with_capacity(fields.len());
     for (key, value) in fields.iter() {
@@ -187,7 +218,7 @@ impl<'a> Val for MapView<'a> {
     where
         Self: 'v,
     {
-        self.level().as_iterable()
+        Some(self)
     }
 
     fn as_sizer(&self) -> Option<&dyn Sizer> {

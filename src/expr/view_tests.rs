@@ -250,6 +250,28 @@ fn comprehensions() {
     ]);
 }
 
+/// cel's own maps iterate in a random order per process: a map of the object is walked
+/// in the object's order, so what an expression builds from it is the same on every
+/// replica and in every review.
+#[test]
+fn a_map_of_the_object_is_walked_in_the_objects_order() {
+    // Not sorted, and enough keys that a hash map's order matching it is no accident.
+    let keys: Vec<String> = (0..40).map(|i| format!("k{:02}", (i * 7) % 40)).collect();
+    let labels: serde_json::Map<String, Value> =
+        keys.iter().map(|key| (key.clone(), json!("v"))).collect();
+    let object = json!({"metadata": {"labels": labels}});
+    for source in [
+        "object.metadata.labels.map(k, k)",
+        "object.metadata.labels.filter(k, k != '')",
+        "object.metadata.?labels.orValue({}).map(k, k)",
+    ] {
+        let expression = Expression::compile(source, &declarations())
+            .unwrap_or_else(|e| panic!("{source}: {e}"));
+        let got = with_views(&expression, &object, &params());
+        assert_eq!(got, Ok(json!(keys)), "{source}");
+    }
+}
+
 #[test]
 fn optionals() {
     same(&[

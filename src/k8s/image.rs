@@ -14,12 +14,13 @@ pub struct ImageReference {
     pub digest: String,
 }
 
-/// Why a string is not an image reference.
+/// Why a string is not an image reference. The reason names the part at fault
+/// and what it must look like, never the text: references come from the object
+/// under review, and reasons are logged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid image reference {reference:?}: {reason}")]
+#[error("invalid image reference: {reason}")]
 pub struct ImageError {
-    pub reference: String,
-    pub reason: String,
+    pub reason: &'static str,
 }
 
 /// The registry of a reference that names none.
@@ -31,16 +32,15 @@ const MAX_NAME_LENGTH: usize = 255;
 impl ImageReference {
     /// Parses and normalises `reference`.
     pub fn parse(reference: &str) -> Result<ImageReference, ImageError> {
-        let error = |reason: &str| ImageError {
-            reference: reference.to_string(),
-            reason: reason.to_string(),
-        };
+        let error = |reason: &'static str| ImageError { reason };
         if reference.is_empty() {
-            return Err(error("it is empty"));
+            return Err(error(
+                "it is empty (expected [registry/]repository[:tag][@digest], such as nginx:1.25)",
+            ));
         }
         let (rest, digest) = match reference.split_once('@') {
             Some((rest, digest)) => {
-                check_digest(digest).map_err(|reason| error(&reason))?;
+                check_digest(digest).map_err(error)?;
                 (rest, digest.to_string())
             }
             None => (reference, String::new()),
@@ -52,7 +52,7 @@ impl ImageReference {
             None => (rest, ""),
         };
         if !tag.is_empty() || rest.len() != name.len() {
-            check_tag(tag).map_err(|reason| error(&reason))?;
+            check_tag(tag).map_err(error)?;
         }
         if name.len() > MAX_NAME_LENGTH {
             return Err(error("the name is longer than 255 characters"));
@@ -61,7 +61,7 @@ impl ImageReference {
             Some((first, remainder)) if is_registry(first) => (first, remainder.to_string()),
             _ => (DEFAULT_REGISTRY, name.to_string()),
         };
-        check_registry(registry).map_err(|reason| error(&reason))?;
+        check_registry(registry).map_err(error)?;
         let registry = if registry == "index.docker.io" {
             DEFAULT_REGISTRY
         } else {
@@ -72,7 +72,7 @@ impl ImageReference {
         } else {
             repository
         };
-        check_repository(&repository).map_err(|reason| error(&reason))?;
+        check_repository(&repository).map_err(error)?;
         Ok(ImageReference {
             registry: registry.to_string(),
             repository,
@@ -104,14 +104,15 @@ fn is_registry(first: &str) -> bool {
 }
 
 /// A host (DNS labels, or an IPv6 address in brackets) with an optional port.
-fn check_registry(registry: &str) -> Result<(), String> {
-    let bad = || format!("{registry:?} is not a registry host[:port]");
+fn check_registry(registry: &str) -> Result<(), &'static str> {
+    const BAD: &str = "the registry is not a host[:port] (DNS labels or a bracketed IPv6 \
+                       address, then an optional numeric port, such as quay.io or localhost:5000)";
     let (host, port) = if let Some(rest) = registry.strip_prefix('[') {
-        let (address, after) = rest.split_once(']').ok_or_else(bad)?;
-        address.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
+        let (address, after) = rest.split_once(']').ok_or(BAD)?;
+        address.parse::<std::net::Ipv6Addr>().map_err(|_| BAD)?;
         match after {
             "" => (None, None),
-            _ => (None, Some(after.strip_prefix(':').ok_or_else(bad)?)),
+            _ => (None, Some(after.strip_prefix(':').ok_or(BAD)?)),
         }
     } else {
         match registry.split_once(':') {
@@ -127,20 +128,20 @@ fn check_registry(registry: &str) -> Result<(), String> {
                 && !label.ends_with('-')
         };
         if !host.split('.').all(label) {
-            return Err(bad());
+            return Err(BAD);
         }
     }
     if let Some(port) = port
         && (port.is_empty() || !port.chars().all(|c| c.is_ascii_digit()))
     {
-        return Err(bad());
+        return Err(BAD);
     }
     Ok(())
 }
 
 /// Path components of lower-case letters and digits, joined inside by `.`, `_`,
 /// `__` or runs of `-`.
-fn check_repository(repository: &str) -> Result<(), String> {
+fn check_repository(repository: &str) -> Result<(), &'static str> {
     for component in repository.split('/') {
         let valid = !component.is_empty()
             && component.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
@@ -152,10 +153,10 @@ fn check_repository(repository: &str) -> Result<(), String> {
             && !component.contains("___")
             && !separators_mixed(component);
         if !valid {
-            return Err(format!(
-                "{component:?} is not a repository path component (lower-case letters and \
-                 digits, separated by '.', '_', '__' or '-')"
-            ));
+            return Err(
+                "the repository is not '/'-separated path components of lower-case letters and \
+                 digits, separated by '.', '_', '__' or '-' (such as library/nginx)",
+            );
         }
     }
     Ok(())
@@ -183,7 +184,7 @@ fn separators_mixed(component: &str) -> bool {
 }
 
 /// A word character, then up to 127 word characters, `.` or `-`.
-fn check_tag(tag: &str) -> Result<(), String> {
+fn check_tag(tag: &str) -> Result<(), &'static str> {
     let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let valid = tag.len() <= 128
         && tag.starts_with(word)
@@ -191,16 +192,17 @@ fn check_tag(tag: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "{tag:?} is not a tag (up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-')"
-        ))
+        Err(
+            "the tag is not up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'",
+        )
     }
 }
 
 /// `algorithm:hex`, with the hex length the common algorithms require.
-fn check_digest(digest: &str) -> Result<(), String> {
-    let bad = || format!("{digest:?} is not a digest (algorithm:hex, e.g. sha256:<64 hex digits>)");
-    let (algorithm, hex) = digest.split_once(':').ok_or_else(bad)?;
+fn check_digest(digest: &str) -> Result<(), &'static str> {
+    const BAD: &str =
+        "the digest is not algorithm:hex (such as sha256: then 64 lower-case hex digits)";
+    let (algorithm, hex) = digest.split_once(':').ok_or(BAD)?;
     let algorithm_ok = !algorithm.is_empty()
         && algorithm
             .chars()
@@ -218,7 +220,7 @@ fn check_digest(digest: &str) -> Result<(), String> {
     if algorithm_ok && hex_ok && length_ok {
         Ok(())
     } else {
-        Err(bad())
+        Err(BAD)
     }
 }
 
@@ -284,22 +286,56 @@ mod tests {
 
     #[test]
     fn invalid_references_say_why() {
+        const REPOSITORY: &str = "the repository is not '/'-separated path components of \
+                                  lower-case letters and digits, separated by '.', '_', '__' \
+                                  or '-' (such as library/nginx)";
+        const TAG: &str = "the tag is not up to 128 letters, digits, '_', '.' and '-', not \
+                           starting with '.' or '-'";
+        const DIGEST: &str =
+            "the digest is not algorithm:hex (such as sha256: then 64 lower-case hex digits)";
+        const REGISTRY: &str = "the registry is not a host[:port] (DNS labels or a bracketed \
+                                IPv6 address, then an optional numeric port, such as quay.io or \
+                                localhost:5000)";
+        let long = "a".repeat(256);
         for (reference, reason) in [
-            ("", "it is empty"),
-            ("Nginx", "is not a repository path component"),
-            ("nginx:", "is not a tag"),
-            ("nginx:-x", "is not a tag"),
-            ("nginx@sha256:abc", "is not a digest"),
-            ("a..b/c", "is not a registry"),
-            ("host:port/app", "is not a registry"),
-            ("app//x", "is not a repository path component"),
-            ("app/x-", "is not a repository path component"),
-            ("app/x._y", "is not a repository path component"),
+            (
+                "",
+                "it is empty (expected [registry/]repository[:tag][@digest], such as nginx:1.25)",
+            ),
+            ("Nginx", REPOSITORY),
+            ("nginx:", TAG),
+            ("nginx:-x", TAG),
+            ("nginx@sha256:abc", DIGEST),
+            ("a..b/c", REGISTRY),
+            ("host:port/app", REGISTRY),
+            ("[::1/app", REGISTRY),
+            ("app//x", REPOSITORY),
+            ("app/x-", REPOSITORY),
+            ("app/x._y", REPOSITORY),
+            (long.as_str(), "the name is longer than 255 characters"),
         ] {
             let error = ImageReference::parse(reference).expect_err(reference);
-            assert!(error.reason.contains(reason), "{reference}: {error}");
+            assert_eq!(error, ImageError { reason }, "{reference}");
+            assert_eq!(
+                error.to_string(),
+                format!("invalid image reference: {reason}")
+            );
         }
-        let long = "a".repeat(256);
-        assert!(ImageReference::parse(&long).is_err());
+    }
+
+    #[test]
+    fn errors_never_quote_the_reference() {
+        for reference in [
+            "Secret-Token-1",
+            "quay.io/org/app:secret-token-1!",
+            "app@sha256:secret-token-1",
+            "secret-token-1.bad_host:x/app",
+            "org/Secret-Token-1",
+        ] {
+            let message = ImageReference::parse(reference)
+                .expect_err(reference)
+                .to_string();
+            assert!(!message.to_lowercase().contains("token"), "{message}");
+        }
     }
 }

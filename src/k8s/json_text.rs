@@ -15,6 +15,20 @@ use serde::Deserializer;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
+/// The JSON type of `value`, with its article (`an object`, `a list`, `null`), as errors
+/// name what they found: never the value itself, which may be the object's contents,
+/// and reasons are logged.
+pub fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// `text` as a `Value`, every key as written.
 pub fn parse(text: &str) -> Result<Value, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_str(text);

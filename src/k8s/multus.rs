@@ -2,9 +2,13 @@
 //!
 //! Multus accepts two spellings: a JSON list of objects (`name`, `namespace`,
 //! `interface`, `ips`, `mac`, `default-route`, ...) and the comma-separated
-//! short form `[ns/]name[@ifname]`. [`merge`] adds networks to either and always
-//! writes the JSON form, leaving an existing JSON value byte-for-byte unchanged
-//! when nothing is added, so that a policy applied twice produces no patch.
+//! short form `[ns/]name[@ifname]`. [`merge`] adds networks to either and
+//! writes the JSON form, leaving an existing value (JSON, short form or empty)
+//! byte-for-byte unchanged when nothing is added, so that a policy applied twice,
+//! or to a pod that already lists its networks, produces no patch.
+//!
+//! Errors name the entry by position and the JSON type found, never a value: the
+//! annotation is the object's, and reasons are logged.
 
 use std::borrow::Cow;
 
@@ -30,8 +34,7 @@ pub enum MultusError {
     TooLarge,
 }
 
-/// How an annotation value was written, which decides whether [`merge`] may
-/// hand it back unchanged.
+/// How an annotation value was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
     /// Absent or blank.
@@ -88,13 +91,14 @@ pub fn parse_resolved(value: &str, pod_namespace: &str) -> Result<Vec<Network>, 
 /// namespace meaning `pod_namespace`. Desired entries are written with keys
 /// `name`, `namespace`, `interface`, then the rest sorted.
 ///
-/// When nothing is added to a JSON value, `existing` is returned unchanged.
+/// When nothing is added, `existing` is returned unchanged, whatever its form
+/// (an empty value stays empty rather than becoming `[]`).
 pub fn merge(
     existing: &str,
     desired: &[Value],
     pod_namespace: &str,
 ) -> Result<String, MultusError> {
-    let Networks { form, entries } = parse(existing)?;
+    let Networks { entries, .. } = parse(existing)?;
     let normalized = desired
         .iter()
         .enumerate()
@@ -113,7 +117,9 @@ pub fn merge(
             *new = true;
         }
     }
-    if !new.contains(&true) && form == Form::Json {
+    // Rewriting a value that already lists every network would be a patch (and a
+    // policy reported as applied) that changes nothing Multus reads.
+    if !new.contains(&true) {
         return Ok(existing.to_string());
     }
     let added = normalized
@@ -147,7 +153,10 @@ fn parse_json(text: &str) -> Result<Networks, MultusError> {
                     .map_err(|reason| invalid(format!("entry #{index}: {reason}")))?;
                 Ok(entry)
             }
-            other => Err(invalid(format!("entry #{index} is not an object: {other}"))),
+            other => Err(invalid(format!(
+                "entry #{index} must be an object with a 'name', got {}",
+                super::json_text::type_name(&other)
+            ))),
         })
         .collect::<Result<_, _>>()?;
     Ok(Networks {
@@ -159,7 +168,7 @@ fn parse_json(text: &str) -> Result<Networks, MultusError> {
 /// One short-form item: `[namespace/]name[@interface]`.
 fn parse_short(index: usize, item: &str) -> Result<Network, MultusError> {
     let invalid = |reason: &str| MultusError::Annotation {
-        reason: format!("entry #{index} '{item}' {reason} (expected [namespace/]name[@interface])"),
+        reason: format!("entry #{index} {reason} (expected [namespace/]name[@interface])"),
     };
     if item.is_empty() {
         return Err(invalid("is empty"));
@@ -204,7 +213,8 @@ fn normalize_desired(index: usize, network: &Value) -> Result<Cow<'_, Network>, 
     let invalid = |reason: String| MultusError::Desired { index, reason };
     let Value::Object(fields) = network else {
         return Err(invalid(format!(
-            "expected a map with a 'name', got {network}"
+            "expected a map with a 'name', got {}",
+            super::json_text::type_name(network)
         )));
     };
     check_entry(fields).map_err(invalid)?;
@@ -247,12 +257,23 @@ fn in_written_order(fields: &Network) -> bool {
 fn check_entry(entry: &Network) -> Result<(), String> {
     match field(entry, "name") {
         Some(Value::String(name)) if !name.is_empty() => {}
-        Some(other) => return Err(format!("'name' must be a non-empty string, got {other}")),
+        Some(Value::String(_)) => {
+            return Err("'name' must be a non-empty string, got an empty string".to_string());
+        }
+        Some(other) => {
+            return Err(format!(
+                "'name' must be a non-empty string, got {}",
+                super::json_text::type_name(other)
+            ));
+        }
         None => return Err("missing 'name'".to_string()),
     }
     match field(entry, "namespace") {
         None | Some(Value::String(_)) => Ok(()),
-        Some(other) => Err(format!("'namespace' must be a string, got {other}")),
+        Some(other) => Err(format!(
+            "'namespace' must be a string, got {}",
+            super::json_text::type_name(other)
+        )),
     }
 }
 
@@ -292,7 +313,12 @@ mod tests {
             merged("", json!([{"namespace": "net", "name": "roce-a"}]), "ns"),
             r#"[{"name":"roce-a","namespace":"net"}]"#
         );
-        assert_eq!(merged("  ", json!([]), "ns"), "[]");
+    }
+
+    #[test]
+    fn nothing_to_add_leaves_an_empty_value_as_it_is() {
+        assert_eq!(merged("", json!([]), "ns"), "");
+        assert_eq!(merged("  ", json!([]), "ns"), "  ");
     }
 
     #[test]
@@ -384,9 +410,24 @@ mod tests {
             r#"[{"name":"a","namespace":"net","interface":"eth1"},{"name":"b"},{"name":"c","namespace":"other"},{"name":"d"}]"#
         );
         assert_eq!(
-            merged("net/a", json!([{"name": "a", "namespace": "net"}]), "ns"),
-            r#"[{"name":"a","namespace":"net"}]"#
+            merged("net/a", json!([{"name": "b", "namespace": "net"}]), "ns"),
+            r#"[{"name":"a","namespace":"net"},{"name":"b","namespace":"net"}]"#
         );
+    }
+
+    #[test]
+    fn short_form_is_unchanged_byte_for_byte_when_nothing_is_added() {
+        for (existing, desired) in [
+            ("net/a", json!([{"name": "a", "namespace": "net"}])),
+            (
+                " net/a@eth1 , b,other/c ",
+                json!([{"name": "a", "namespace": "net"}, {"name": "b", "namespace": "ns"}, {"name": "c", "namespace": "other"}]),
+            ),
+            ("a@net1", json!([{"name": "a"}])),
+            ("net/a", json!([])),
+        ] {
+            assert_eq!(merged(existing, desired, "ns"), existing, "{existing}");
+        }
     }
 
     #[test]
@@ -433,6 +474,69 @@ mod tests {
                 matches!(err, MultusError::Desired { index: 0, .. }),
                 "{err}"
             );
+        }
+    }
+
+    #[test]
+    fn errors_name_the_entry_and_type_never_the_value() {
+        let annotation =
+            |reason: &str| format!("annotation {NETWORKS_ANNOTATION} is not valid: {reason}");
+        let short = |index: usize, reason: &str| {
+            annotation(&format!(
+                "entry #{index} {reason} (expected [namespace/]name[@interface])"
+            ))
+        };
+        for (existing, expected) in [
+            (
+                r#"["secret"]"#,
+                annotation("entry #0 must be an object with a 'name', got a string"),
+            ),
+            (
+                r#"[{"name":"a"},7]"#,
+                annotation("entry #1 must be an object with a 'name', got a number"),
+            ),
+            (
+                r#"[{"name":"secret","namespace":["secret"]}]"#,
+                annotation("entry #0: 'namespace' must be a string, got a list"),
+            ),
+            (
+                r#"[{"name":{"secret":1}}]"#,
+                annotation("entry #0: 'name' must be a non-empty string, got an object"),
+            ),
+            (
+                r#"[{"name":""}]"#,
+                annotation("entry #0: 'name' must be a non-empty string, got an empty string"),
+            ),
+            (
+                r#"[{"namespace":"secret"}]"#,
+                annotation("entry #0: missing 'name'"),
+            ),
+            (
+                "a,secret secret",
+                short(1, "contains a space or a JSON character"),
+            ),
+            ("a,,secret", short(1, "is empty")),
+            ("secret/a/b", short(0, "has an empty or repeated part")),
+        ] {
+            let message = merge(existing, &[], "ns").expect_err(existing).to_string();
+            assert_eq!(message, expected, "{existing}");
+            assert!(!message.contains("secret"), "{message}");
+        }
+        for (desired, expected) in [
+            (
+                vec![json!("secret")],
+                "desired network #0 is not valid: expected a map with a 'name', got a string",
+            ),
+            (
+                vec![
+                    json!({"name": "a"}),
+                    json!({"name": "secret", "namespace": 1}),
+                ],
+                "desired network #1 is not valid: 'namespace' must be a string, got a number",
+            ),
+        ] {
+            let message = merge("", &desired, "ns").unwrap_err().to_string();
+            assert_eq!(message, expected);
         }
     }
 }
