@@ -157,6 +157,41 @@ fn ignore_skips_the_whole_policy_with_a_short_warning() {
     assert!(matches!(lenient.result, PolicyResult::Ignored(_)));
 }
 
+/// A warning is all an `Ignore` policy's failure leaves: it says why before it quotes a
+/// long template, which the 120-character cut would otherwise keep instead.
+#[test]
+fn a_failed_templates_warning_says_why_before_the_template() {
+    let policies = policy(
+        "long-template",
+        "  failurePolicy: Ignore\n",
+        "    - set:\n        path: $.metadata.labels.x\n        value: >-\n          {{ string(int(object.metadata.name)\n             + 1) + '-' + object.metadata.name + '-' + object.metadata.name }}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let [warning] = evaluation.warnings.as_slice() else {
+        panic!("{:?}", evaluation.warnings);
+    };
+    assert!(
+        warning.starts_with(
+            "graft: policy long-template skipped: spec.mutations[0].set.value: Error executing"
+        ),
+        "{warning}"
+    );
+    let explained = evaluation
+        .policies
+        .iter()
+        .find_map(|report| match &report.result {
+            PolicyResult::Ignored(failure) => Some(failure.to_string()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        explained.ends_with(
+            "(in {{ string(int(object.metadata.name) + 1) + '-' + object.metadata.name + '-' + object.metadata.name }})"
+        ),
+        "{explained}"
+    );
+}
+
 #[test]
 fn audit_mode_reports_the_patch_without_applying_it() {
     let policies = policy(
@@ -298,6 +333,33 @@ fn a_policy_that_matches_what_a_later_policy_wrote_gets_another_look() {
         "b-writes,a-reads"
     );
     // And so a second review of the output changes nothing.
+    let again = evaluate(&policies, mutated);
+    assert!(again.patch.0.is_empty(), "{:?}", again.patch);
+}
+
+/// A policy that matched but changed nothing (its mutation's `when` was false) gets
+/// another look once a later policy changes what the `when` reads.
+#[test]
+fn a_policy_whose_when_was_false_gets_another_look_after_a_later_change() {
+    let policies = policy(
+        "a-toleration",
+        "",
+        "    - when: \"object.metadata.?labels.tier.orValue('') == 'gpu'\"\n      append: {path: $.spec.tolerations, value: [{key: nvidia.com/gpu, operator: Exists}]}\n",
+    ) + &policy(
+        "b-tier",
+        "  order: 10\n",
+        "    - set: {path: \"$.metadata.labels.tier\", value: gpu}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let mutated = evaluation.mutated().unwrap();
+    assert_eq!(
+        mutated["spec"]["tolerations"],
+        json!([{"key": "nvidia.com/gpu", "operator": "Exists"}])
+    );
+    assert_eq!(
+        evaluation.audit_annotations["mutated-by"],
+        "b-tier,a-toleration"
+    );
     let again = evaluate(&policies, mutated);
     assert!(again.patch.0.is_empty(), "{:?}", again.patch);
 }

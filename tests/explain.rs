@@ -37,7 +37,7 @@ fn pod(labels: Value, annotations: Value) -> Value {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "web-0", "namespace": "apps", "labels": labels, "annotations": annotations},
-        "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}], "priority": 5},
     })
 }
 
@@ -114,6 +114,12 @@ fn each_kind_of_condition_is_named_with_want_and_got() {
                 "mutations": set_label("a")}),
         ),
         policy(
+            "typed-test",
+            json!({"match": {"resources": ["pods"], "fields": [
+                {"path": "$.spec.priority", "equals": "5"}]},
+                "mutations": set_label("a")}),
+        ),
+        policy(
             "cel-false",
             json!({"match": {"resources": ["pods"], "cel": "object.metadata.name == 'other'"},
                 "mutations": set_label("a")}),
@@ -127,7 +133,7 @@ fn each_kind_of_condition_is_named_with_want_and_got() {
     );
     assert_eq!(explanation.evaluation.outcome, Outcome::Allowed);
     assert!(explanation.evaluation.patch.0.is_empty());
-    assert_eq!(explanation.policies.len(), 8, "one verdict per policy");
+    assert_eq!(explanation.policies.len(), 9, "one verdict per policy");
     assert_eq!(
         condition(&explanation, "nodes-only"),
         "match.resources: want nodes/status, got core/v1/pods"
@@ -155,6 +161,11 @@ fn each_kind_of_condition_is_named_with_want_and_got() {
     assert_eq!(
         condition(&explanation, "image-test"),
         "match.fields[0] $.spec.containers[*].image: want nginx:1, got app:1"
+    );
+    // A string that reads as a number is quoted, so that it is not taken for one.
+    assert_eq!(
+        condition(&explanation, "typed-test"),
+        "match.fields[0] $.spec.priority: want \"5\", got 5"
     );
     assert_eq!(
         condition(&explanation, "cel-false"),
@@ -191,6 +202,12 @@ fn applied_policies_show_their_own_patch_and_exclusions_say_what_held() {
                 "exclude": {"cel": "object.metadata.name.startsWith('web')"},
                 "mutations": set_label("excluded")}),
         ),
+        policy(
+            "excluded-by-name",
+            json!({"match": {"resources": ["pods"]},
+                "exclude": {"names": ["web*"]},
+                "mutations": set_label("excluded")}),
+        ),
     ]);
     let explanation = run(
         &set,
@@ -224,6 +241,10 @@ fn applied_policies_show_their_own_patch_and_exclusions_say_what_held() {
     assert_eq!(
         condition(&explanation, "excluded-by-cel"),
         "excluded: every condition of exclude holds (cel is true: object.metadata.name.startsWith('web'))"
+    );
+    assert_eq!(
+        condition(&explanation, "excluded-by-name"),
+        "excluded: every condition of exclude holds (names match)"
     );
     assert_eq!(explanation.evaluation.patch.0.len(), 2);
 }

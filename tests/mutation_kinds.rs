@@ -174,7 +174,7 @@ fn a_foreach_failing_at_its_second_element_leaves_the_object_untouched() {
     assert_eq!(
         failure.to_string(),
         "spec.mutations[0].set.path: cannot set $.spec.containers[1].securityContext.runAsNonRoot: \
-         $.spec.containers[1].securityContext is a string, not an object or list"
+         $.spec.containers[1].securityContext is a string, not an object"
     );
     assert!(
         evaluation.warnings[0].starts_with("graft: policy non-root skipped: spec.mutations[0]")
@@ -218,6 +218,31 @@ fn a_foreach_after_a_mutation_that_moved_its_elements_fails_clearly() {
         message.starts_with("graft: policy moved: spec.mutations[1].foreach: an earlier mutation of this policy changed the elements $.spec.containers[*] selects (2 before, 3 now)"),
         "{message}"
     );
+    // Replacing an element in its place (same count, another name) is caught too: the
+    // foreach planned its writes from the element it replaced.
+    let policies = policy(
+        "replaced",
+        "",
+        "    - set: {path: \"$.spec.containers[?@.name=='side']\", value: {name: proxy, image: p}}\n    - foreach: \"$.spec.containers[*]\"\n      set: {path: \"@.env\", value: [{name: CONTAINER, value: \"{{ element.name }}\"}]}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let Outcome::Denied { message } = &evaluation.outcome else {
+        panic!("{:?}", evaluation.outcome);
+    };
+    assert!(
+        message.starts_with("graft: policy replaced: spec.mutations[1].foreach: an earlier mutation of this policy replaced an element $.spec.containers[*] selects (its \"name\" changed)"),
+        "{message}"
+    );
+    // Changing a field of an element, not its key, leaves the writes where they belong.
+    let policies = policy(
+        "touched",
+        "",
+        "    - set: {path: \"$.spec.containers[*].imagePullPolicy\", value: Always}\n    - foreach: \"$.spec.containers[*]\"\n      set: {path: \"@.env\", value: [{name: CONTAINER, value: \"{{ element.name }}\"}]}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let containers = &mutated(&evaluation)["spec"]["containers"];
+    assert_eq!(containers[1]["env"][0]["value"], "side");
+    assert_eq!(containers[1]["imagePullPolicy"], "Always");
     // The other order works: the foreach first, then the new container (which the
     // foreach does not see, so it comes with the field already).
     let policies = policy(
@@ -321,7 +346,7 @@ fn an_append_template_that_gives_no_list_fails_naming_the_field() {
     assert_eq!(
         evaluation.outcome,
         Outcome::Denied {
-            message: "graft: policy scalar: spec.mutations[0].append.value: append takes a list of the items to add, and the value is of type string".into()
+            message: "graft: policy scalar: spec.mutations[0].append.value: append takes a list of the items to add, and the value is a string".into()
         }
     );
 }

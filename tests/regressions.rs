@@ -234,7 +234,8 @@ fn an_ignored_policy_gets_another_look_after_a_later_change() {
         .iter()
         .map(|report| (report.policy.as_str(), report.result.label()))
         .collect();
-    assert_eq!(results, [("p0", "applied"), ("p1", "applied")]);
+    // In the order the policies changed the object: p0 applied on its second look.
+    assert_eq!(results, [("p1", "applied"), ("p0", "applied")]);
     assert!(evaluation.warnings.is_empty(), "{:?}", evaluation.warnings);
 }
 

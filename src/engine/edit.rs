@@ -10,18 +10,26 @@ use crate::tree::{self, Map, Tree};
 /// Why an edit could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EditError {
-    #[error("cannot set {at}: {parent} is a {kind}, not an object or list")]
+    #[error("cannot set {at}: {parent} is {kind}, not {wants}")]
     NotAContainer {
         at: String,
         parent: String,
         kind: &'static str,
+        /// What the step below it needs: an object for a key, a list for an index.
+        wants: &'static str,
     },
     #[error("cannot set {at}: index {index} is beyond the end of the list (length {len})")]
     IndexOutOfRange { at: String, index: i64, len: usize },
     #[error("cannot set {at}: a list index under a missing parent")]
     IndexUnderMissingParent { at: String },
-    #[error("cannot append to {at}: it is a {kind}, not a list")]
+    #[error("cannot append to {at}: it is {kind}, not a list")]
     NotAList { at: String, kind: &'static str },
+    #[error("cannot merge at the root: {what} is {kind}, not an object")]
+    RootNotAnObject {
+        /// "the value" or "the object".
+        what: &'static str,
+        kind: &'static str,
+    },
     #[error("JSON Patch failed: {0}")]
     JsonPatch(String),
     #[error(
@@ -101,10 +109,11 @@ impl<'e, 't> Editor<'e, 't> {
                     }),
                 }
             }
-            (other, _) => Err(EditError::NotAContainer {
+            (other, last) => Err(EditError::NotAContainer {
                 at: jsonpath::display(at),
                 parent: jsonpath::display(parents),
                 kind: kind_of(other),
+                wants: wanted_by(last),
             }),
         }
     }
@@ -151,6 +160,7 @@ impl<'e, 't> Editor<'e, 't> {
             at: jsonpath::display(at),
             parent: jsonpath::display(parents),
             kind,
+            wants: wanted_by(last),
         })
     }
 
@@ -191,11 +201,15 @@ impl<'e, 't> Editor<'e, 't> {
         };
         // At the root only a map merges into the object's map: the root itself is never
         // replaced, as `put` writes only below it.
-        let into_root = at.is_empty()
-            && matches!(
-                (existing.resolved(), fragment.resolved()),
-                (Tree::Map(_), Tree::Map(_))
-            );
+        let into_root = at.is_empty();
+        if into_root {
+            for (what, tree) in [("the value", &fragment), ("the object", existing)] {
+                if !matches!(tree.resolved(), Tree::Map(_)) {
+                    let kind = kind_of(tree);
+                    return Err(EditError::RootNotAnObject { what, kind });
+                }
+            }
+        }
         match merged(existing, &fragment, &mut location, options)? {
             Some(value) if into_root => {
                 *self.object = value;
@@ -533,15 +547,24 @@ fn remove_at<'t>(object: &mut Tree<'t>, at: &[Token]) -> Option<Tree<'t>> {
     }
 }
 
-/// The JSON type of `value`, as errors name it.
+/// The JSON type of `value`, with its article, for messages: never the value itself,
+/// which may be the object's contents (`k8s::json_text::type_name`, for a JSON value).
 pub(super) fn kind_of(value: &Tree<'_>) -> &'static str {
     match value.resolved() {
         Tree::Null | Tree::Text(_) => "null",
-        Tree::Bool(_) => "boolean",
-        Tree::Number(_) => "number",
-        Tree::String(_) => "string",
-        Tree::List(_) => "list",
-        Tree::Map(_) => "object",
+        Tree::Bool(_) => "a boolean",
+        Tree::Number(_) => "a number",
+        Tree::String(_) => "a string",
+        Tree::List(_) => "a list",
+        Tree::Map(_) => "an object",
+    }
+}
+
+/// What a path's step needs to step into.
+fn wanted_by(step: &Token) -> &'static str {
+    match step {
+        Token::Key(_) => "an object",
+        Token::Index(_) => "a list",
     }
 }
 

@@ -60,6 +60,59 @@ fn set_same_value_is_no_change() {
     assert!(object == original);
 }
 
+/// A step that does not fit what is there says what it needs: an index into an object
+/// needs a list, a key into a list an object.
+#[test]
+fn a_step_of_the_wrong_kind_says_what_it_needs() {
+    let mut object = Tree::from(json!({"spec": {"nodeSelector": {"a": "b"}, "list": [1]}}));
+    let mut editor = Editor::new(&mut object);
+    let into_map = [key("spec"), key("nodeSelector"), Token::Index(0)];
+    assert_eq!(
+        editor
+            .set(&into_map, Tree::from(json!(1)))
+            .unwrap_err()
+            .to_string(),
+        "cannot set $.spec.nodeSelector[0]: $.spec.nodeSelector is an object, not a list"
+    );
+    let into_list = [key("spec"), key("list"), key("x")];
+    assert_eq!(
+        editor
+            .set(&into_list, Tree::from(json!(1)))
+            .unwrap_err()
+            .to_string(),
+        "cannot set $.spec.list.x: $.spec.list is a list, not an object"
+    );
+}
+
+/// At the root a merge takes an object, and merges into an object: anything else was
+/// once a silent no-op.
+#[test]
+fn a_merge_at_the_root_takes_an_object() {
+    for (object, fragment, message) in [
+        (
+            json!({"metadata": {}}),
+            json!([{"metadata": {"labels": {"a": "b"}}}]),
+            "cannot merge at the root: the value is a list, not an object",
+        ),
+        (
+            json!({"metadata": {}}),
+            json!(5),
+            "cannot merge at the root: the value is a number, not an object",
+        ),
+        (
+            json!([1]),
+            json!({"a": 1}),
+            "cannot merge at the root: the object is a list, not an object",
+        ),
+    ] {
+        let mut object = Tree::from(object);
+        let error = Editor::new(&mut object)
+            .merge(&[], Tree::from(fragment))
+            .unwrap_err();
+        assert_eq!(error.to_string(), message);
+    }
+}
+
 #[test]
 fn set_through_a_scalar_is_an_error() {
     let object = json!({"a": "text"});
@@ -70,7 +123,7 @@ fn set_through_a_scalar_is_an_error() {
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "cannot set $.a.b: $.a is a string, not an object or list"
+        "cannot set $.a.b: $.a is a string, not an object"
     );
 }
 

@@ -364,6 +364,9 @@ fn excluded_condition(policy: &CompiledPolicy, facts: &RequestFacts<'_>) -> Stri
     if !exclude.namespaces.is_empty() {
         held.push(format!("namespace is {}", facts.namespace));
     }
+    if !exclude.names.is_empty() {
+        held.push("names match".to_string());
+    }
     if exclude.namespace_selector.is_some() {
         held.push("namespaceSelector holds".to_string());
     }
@@ -468,9 +471,15 @@ fn got(value: Option<&str>) -> String {
     value.map_or_else(|| "nothing".to_string(), str::to_string)
 }
 
+/// A value as a condition shows it: a string bare, unless it reads as another JSON value
+/// (`"5"` is shown quoted, so that it is not taken for the number 5).
 fn compact(value: &Tree<'_>) -> String {
     match value {
-        Tree::String(text) => text.to_string(),
+        Tree::String(text)
+            if serde_json::from_str::<serde_json::Value>(text).is_err_and(|_| !text.is_empty()) =>
+        {
+            text.to_string()
+        }
         other => other.to_value().to_string(),
     }
 }

@@ -225,11 +225,12 @@ fn evaluate_observed<'t>(
     let mut edited = EditedObject::new(subject);
     let mut audited = BTreeMap::new();
 
-    // A policy that did not match may match what a later policy wrote, and one that
-    // failed under `Ignore` (leaving no trace) may succeed on it. Like the apiserver's
-    // reinvocation, such policies get another look, so one review reaches the state a
-    // second review would: `version` counts changes, a candidate's `seen` is the version it
-    // last looked at, and a policy that matched and did not fail is done. A policy kept
+    // A policy that did not match may match what a later policy wrote, one that matched
+    // and changed nothing may change it, and one that failed under `Ignore` (leaving no
+    // trace) may succeed on it. Like the apiserver's reinvocation, such policies get
+    // another look, so one review reaches the state a second review would: `version`
+    // counts changes, a candidate's `seen` is the version it last looked at, and a policy
+    // that applied (or was audited) is done. A policy kept
     // out by a condition whose inputs nothing wrote (its `blocked`) stays out.
     //
     // A policy whose label selector the object fails at the start is blocked up front,
@@ -266,7 +267,7 @@ fn evaluate_observed<'t>(
     // for other applications is a fraction of the candidates.
     let mut walk = Walk::new(&standings);
     let mut selector_changes = SelectorChanges::default();
-    // One entry per policy that matched, in the order they first matched; a retried
+    // One entry per policy that matched, in the order of their latest results: a retried
     // policy's later result replaces its earlier one.
     let mut entries: Vec<Entry> = Vec::new();
     for _pass in 0..MAX_PASSES {
@@ -347,7 +348,10 @@ fn evaluate_observed<'t>(
                     return evaluation;
                 }
             };
-            standing.done = !matches!(result, PolicyResult::Ignored(_));
+            // A policy that matched and changed nothing (a `when` that was false, a
+            // template that gave what is there) reads the object like one that did not
+            // match: a later change gets it another look.
+            standing.done = matches!(result, PolicyResult::Applied | PolicyResult::Audited { .. });
             record(&mut entries, i, result, warning);
         }
         if !looked {
@@ -431,7 +435,7 @@ struct Standing<'c> {
     seen: Option<usize>,
     /// What kept it out then: it stays out while nothing that condition reads changes.
     blocked: Option<Blocker<'c>>,
-    /// Matched (and did not fail), or not for the request: never looked at again.
+    /// Applied or audited, or not for the request: never looked at again.
     done: bool,
 }
 
@@ -502,10 +506,10 @@ fn record(
         result,
         warning,
     };
-    match entries.iter_mut().find(|e| e.candidate == candidate) {
-        Some(earlier) => *earlier = entry,
-        None => entries.push(entry),
-    }
+    // A retried policy's entry moves to where its latest result came: the entries, and
+    // so `mutated-by`, are in the order the policies changed the object.
+    entries.retain(|earlier| earlier.candidate != candidate);
+    entries.push(entry);
 }
 
 fn report(evaluation: &mut Evaluation<'_>, candidates: &[Standing<'_>], entries: Vec<Entry>) {

@@ -12,6 +12,7 @@ use super::matching::{
 use crate::expr::{Bindings, Expression, RequestFields, Scope, request_fields};
 use crate::jsonpath::{self, Token};
 use crate::k8s::admission_request::AdmissionRequest;
+use crate::k8s::merge_keys;
 use crate::policy::compiled::{
     CompiledMutation, CompiledPolicy, Foreach, MutationKind, ValueSource,
 };
@@ -249,7 +250,8 @@ fn look<'p>(
     // Last of the declarative conditions, so a namespace's data is needed only when the
     // answer depends on it. A namespaced request's namespace does not change; a
     // Namespace's own labels may, as the label selector's do. Missing data fails the
-    // policy unless the exclude block skips it anyway.
+    // policy unless the exclude block's declarative part skips it: the CEL conditions
+    // come later, as they may read `namespaceObject`.
     let missing_namespace =
         match namespace_selector_holds(&policy.matcher, facts, view, Block::Match) {
             Ok(true) => None,
@@ -314,7 +316,7 @@ fn look<'p>(
     // Phase 2: apply. Keeping the root the policy started from is what undoes its
     // writes when it fails or only audits.
     let before = object.clone();
-    let applied = apply(&mut Editor::new(object), plan);
+    let applied = apply(&mut Editor::new(object), plan, &before);
     if let Err(error) = applied {
         **object = before;
         return Err(error);
@@ -505,10 +507,15 @@ fn condition_holds(
         .map_err(|e| failure(field(), e))
 }
 
-fn apply(editor: &mut Editor<'_, '_>, plan: Vec<Planned<'_>>) -> Result<(), Failure> {
+/// Applies the plan made against `before`, the object as the policy found it.
+fn apply(
+    editor: &mut Editor<'_, '_>,
+    plan: Vec<Planned<'_>>,
+    before: &Tree<'_>,
+) -> Result<(), Failure> {
     for planned in plan {
         if let Some((foreach, selected)) = &planned.foreach {
-            check_elements(editor.object(), foreach, selected)?;
+            check_elements(before, editor.object(), foreach, selected)?;
         }
         for target in planned.targets {
             apply_target(editor, (planned.field, planned.kind), target)?;
@@ -517,10 +524,13 @@ fn apply(editor: &mut Editor<'_, '_>, plan: Vec<Planned<'_>>) -> Result<(), Fail
     Ok(())
 }
 
-/// The elements a `foreach` planned for must still be where they were: an earlier
-/// mutation of the same policy that added or removed some would send the writes to
-/// the wrong element.
+/// The elements a `foreach` planned for (in `before`) must still be where they were in
+/// `object`: an earlier mutation of the same policy that added or removed some would
+/// send the writes to the wrong element, and one that replaced an item of a keyed list
+/// (a container by another of another name) would write what was planned for the item
+/// it replaced.
 fn check_elements(
+    before: &Tree<'_>,
     object: &Tree<'_>,
     foreach: &Foreach,
     selected: &[Vec<Token>],
@@ -529,18 +539,37 @@ fn check_elements(
         .path
         .locations(object)
         .map_err(|e| failure(&foreach.field, e))?;
-    if now != selected {
-        return Err(failure(
+    let refused = |what: String| {
+        failure(
             &foreach.field,
             format!(
-                "an earlier mutation of this policy changed the elements {} selects ({} before, {} now), \
-                 and foreach reads them as the policy found the object; put this mutation first, or in a \
-                 policy of its own with a higher order",
-                foreach.path.source(),
-                selected.len(),
-                now.len()
+                "an earlier mutation of this policy {what}, and foreach reads them as the policy \
+                 found the object; put this mutation first, or in a policy of its own with a \
+                 higher order"
             ),
-        ));
+        )
+    };
+    if now != selected {
+        return Err(refused(format!(
+            "changed the elements {} selects ({} before, {} now)",
+            foreach.path.source(),
+            selected.len(),
+            now.len()
+        )));
+    }
+    let replaced = selected.iter().find_map(|location| {
+        let (Token::Index(_), list) = location.split_last()? else {
+            return None;
+        };
+        let key = merge_keys::at(list)?;
+        let key_of = |root| jsonpath::get(root, location).and_then(|item| item.get(key));
+        (key_of(before) != key_of(object)).then_some(key)
+    });
+    if let Some(key) = replaced {
+        return Err(refused(format!(
+            "replaced an element {} selects (its {key:?} changed)",
+            foreach.path.source()
+        )));
     }
     Ok(())
 }
@@ -654,7 +683,7 @@ fn apply_target(
                     // The value's type only: a template's value may hold the object's
                     // contents, which are never logged.
                     format!(
-                        "append takes a list of the items to add, and the value is of type {}",
+                        "append takes a list of the items to add, and the value is {}",
                         edit::kind_of(&value)
                     ),
                 ));
