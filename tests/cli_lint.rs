@@ -519,6 +519,21 @@ fn a_singular_built_in_resource_is_warned_with_the_plural() {
     );
 }
 
+/// `v1/pods` reads as resource `v1` with subresource `pods`: the core group must be named.
+#[test]
+fn a_version_without_its_group_is_warned() {
+    let spec = format!(
+        "  match:\n    resources: [v1/pods, core/v1/pods, v2beta1/horizontalpodautoscalers]\n{SET_LABEL}"
+    );
+    let (code, stdout) = lint(&[("p.yaml", &policy("p", &spec))]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(
+        stdout.trim_end(),
+        "p.yaml:7: warning: policy p: spec.match.resources[0]: \"v1/pods\" reads as resource \"v1\" with subresource \"pods\", so this rule never matches: a version needs its group before it (`core` for the core group) (hint: write core/v1/pods, or GROUP/v1/pods)\n\
+         p.yaml:7: warning: policy p: spec.match.resources[2]: \"v2beta1/horizontalpodautoscalers\" reads as resource \"v2beta1\" with subresource \"horizontalpodautoscalers\", so this rule never matches: a version needs its group before it (`core` for the core group) (hint: write core/v2beta1/horizontalpodautoscalers, or GROUP/v2beta1/horizontalpodautoscalers)"
+    );
+}
+
 /// Every unknown field of a document in one run, each with its line.
 #[test]
 fn every_unknown_field_of_a_document_is_reported_at_once() {
@@ -593,6 +608,21 @@ fn a_merged_item_without_its_merge_key_is_an_error() {
          cannot merge into $.spec.containers[0].volumeMounts: Kubernetes merges this list by \
          \"mountPath\", and item 0 of the value has no \"mountPath\", so the merge fails wherever \
          it runs (hint: give every item of $.spec.containers[0].volumeMounts its mountPath)",
+    );
+}
+
+/// A merge without a path merges into the object: a literal value that is not an object
+/// would change nothing, and is an error.
+#[test]
+fn a_merge_into_the_object_of_a_value_that_is_not_an_object_is_an_error() {
+    let spec = format!(
+        "{MATCH_PODS}  mutations:\n    - merge:\n        value: [{{metadata: {{labels: {{team: a}}}}}}]\n"
+    );
+    check(
+        &[("p.yaml", &policy("p", &spec))],
+        "p.yaml:10: policy p: spec.mutations[0].merge.value: a merge without a path merges into \
+         the object, and takes an object (hint: write the fields to merge from the top (value: \
+         {metadata: {labels: {team: a}}}), or give a path)",
     );
 }
 

@@ -312,6 +312,22 @@ impl Compiler<'_> {
             self.warning_with_hint(field, written, &message, &hint);
             return;
         }
+        if let (None, Some(subresource)) = (&rule.group, &rule.subresource)
+            && is_version(&rule.resource)
+            && is_built_in(subresource)
+        {
+            let message = format!(
+                "{written:?} reads as resource {:?} with subresource {subresource:?}, so this \
+                 rule never matches: a version needs its group before it (`core` for the core \
+                 group)",
+                rule.resource
+            );
+            let version = &rule.resource;
+            let hint =
+                format!("write core/{version}/{subresource}, or GROUP/{version}/{subresource}");
+            self.warning_with_hint(field, written, &message, &hint);
+            return;
+        }
         if !rule.group.as_deref().is_none_or(is_built_in_group) {
             return;
         }
@@ -789,6 +805,21 @@ impl Compiler<'_> {
                 );
             }
             let value = self.template(&format!("{field}.value"), &merge.value)?;
+            // Without a path the merge is into the object itself, which only an object
+            // merges into (under `foreach`, into the element, which may be anything).
+            if path.is_none()
+                && !self.in_foreach
+                && let ValueSource::Literal(fragment) = &value
+                && fragment.as_map().is_none()
+            {
+                self.error(
+                    &format!("{field}.value"),
+                    "value",
+                    "a merge without a path merges into the object, and takes an object",
+                    Some("write the fields to merge from the top (value: {metadata: {labels: {team: a}}}), or give a path"),
+                );
+                return None;
+            }
             // With ifAbsent an item already there is not looked into, so the merge fails
             // only where the item is absent: not refused.
             if !self.in_foreach
@@ -1163,5 +1194,24 @@ pub fn check_mode(parsed: &ParsedDocument, findings: &mut Vec<Finding>) {
             .at_field("spec.failurePolicy")
             .with_hint("use failurePolicy: Ignore while auditing"),
         );
+    }
+}
+
+/// A Kubernetes API version: `v1`, `v2`, `v1beta1`, `v1alpha3`.
+fn is_version(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('v') else {
+        return false;
+    };
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (number, stage) = rest.split_at(digits);
+    if number.is_empty() {
+        return false;
+    }
+    match stage
+        .strip_prefix("alpha")
+        .or_else(|| stage.strip_prefix("beta"))
+    {
+        None => stage.is_empty(),
+        Some(level) => !level.is_empty() && level.chars().all(|c| c.is_ascii_digit()),
     }
 }

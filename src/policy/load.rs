@@ -3,7 +3,8 @@
 //! A directory is read non-recursively; entries whose names start with `.` (a mounted
 //! ConfigMap's `..data` and `..2026_…` directories) are skipped, and every visible
 //! `*.yaml`, `*.yml` and `*.json` file is read through its visible path, so a kubelet
-//! symlink swap is seen as a whole.
+//! symlink swap is seen as a whole. Such an entry that cannot be read (a broken symlink)
+//! is an error, as a file named on the command line would be.
 
 use std::path::{Path, PathBuf};
 
@@ -63,11 +64,28 @@ fn read_directory(dir: &Path, sources: &mut Vec<Source>, findings: &mut Vec<Find
         .filter_map(Result::ok)
         .filter(|entry| is_policy_file_name(&entry.file_name().to_string_lossy()))
         .map(|entry| entry.path())
-        .filter(|path| path.is_file())
         .collect();
     files.sort();
     for file in files {
-        read_file(&file, sources, findings);
+        match std::fs::metadata(&file) {
+            Ok(metadata) if metadata.is_file() => read_file(&file, sources, findings),
+            Ok(_) => {}
+            // A policy that cannot be read must fail the set, not leave it out unnoticed:
+            // a symlink whose target is gone is a policy missing from what gets served.
+            Err(error) => findings.push(Finding::error(&file, unreadable(&file, &error))),
+        }
+    }
+}
+
+/// Why an entry that looks like a policy file cannot be read, naming a broken symlink's
+/// target.
+fn unreadable(path: &Path, error: &std::io::Error) -> String {
+    match std::fs::read_link(path) {
+        Ok(target) if error.kind() == std::io::ErrorKind::NotFound => format!(
+            "broken symlink: its target {} does not exist",
+            target.display()
+        ),
+        _ => format!("cannot read: {error}"),
     }
 }
 
@@ -108,19 +126,47 @@ struct Chunk {
     text: String,
 }
 
-/// Splits on `---` separator lines, dropping documents that hold only comments or blanks.
+/// Splits a YAML stream into its documents, dropping those that hold only comments or
+/// blanks. A document's text starts on the `---` line when content follows the marker on
+/// that line (`--- {apiVersion: ...}`) or when directives (`%YAML 1.2`) precede it, and
+/// keeps them: libyaml then reads the document as the stream had it, and its lines stay the
+/// file's. A byte-order mark, which kubectl strips, is not content.
 fn split_documents(text: &str) -> Vec<Chunk> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut chunks = Vec::new();
     let mut current = String::new();
     let mut first_line = 1;
+    // Directives belong to the document the next `---` starts, so that marker does not
+    // split.
+    let mut directives = false;
     for (index, line) in text.lines().enumerate() {
         let trimmed = line.trim_end();
-        if trimmed == "---" || trimmed.starts_with("--- ") || trimmed == "..." {
+        if line.starts_with('%') && !has_content(&current) {
+            if !directives {
+                // Comments above the first directive are not part of any document.
+                current.clear();
+                first_line = index + 1;
+                directives = true;
+            }
+        } else if let Some(rest) = after_marker(trimmed, "---") {
+            if !std::mem::take(&mut directives) {
+                chunks.push(Chunk {
+                    first_line,
+                    text: std::mem::take(&mut current),
+                });
+                if is_comment_or_blank(rest) {
+                    first_line = index + 2;
+                    continue;
+                }
+                first_line = index + 1;
+            }
+        } else if after_marker(trimmed, "...").is_some() {
             chunks.push(Chunk {
                 first_line,
                 text: std::mem::take(&mut current),
             });
             first_line = index + 2;
+            directives = false;
             continue;
         }
         current.push_str(line);
@@ -130,13 +176,29 @@ fn split_documents(text: &str) -> Vec<Chunk> {
         first_line,
         text: current,
     });
-    chunks.retain(|chunk| {
-        chunk.text.lines().any(|line| {
-            let line = line.trim();
-            !line.is_empty() && !line.starts_with('#')
-        })
-    });
+    chunks.retain(|chunk| has_content(&chunk.text));
     chunks
+}
+
+/// What follows a document marker (`---`, `...`) that starts `line`: the marker must
+/// stand alone or be followed by whitespace (`---x` is content).
+fn after_marker<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    let rest = line.strip_prefix(marker)?;
+    (rest.is_empty() || rest.starts_with([' ', '\t'])).then_some(rest)
+}
+
+fn is_comment_or_blank(text: &str) -> bool {
+    let text = text.trim();
+    text.is_empty() || text.starts_with('#')
+}
+
+/// Whether a document's text holds a node: a line besides comments, blanks, directives
+/// and a bare `---`.
+fn has_content(text: &str) -> bool {
+    text.lines().any(|line| {
+        let bare_marker = after_marker(line.trim_end(), "---").is_some_and(is_comment_or_blank);
+        !(is_comment_or_blank(line) || line.starts_with('%') || bare_marker)
+    })
 }
 
 fn parse_document(
@@ -476,6 +538,29 @@ mod tests {
         assert_eq!(chunks[0].first_line, 3);
         assert_eq!(chunks[0].text, "a: 1\n");
         assert_eq!(chunks[1].first_line, 7);
+    }
+
+    #[test]
+    fn a_document_may_start_on_its_marker_line() {
+        let text = "# two\n--- {a: 1}\n--- # none\n--- |\n  text\n---\n...\n";
+        let chunks = split_documents(text);
+        let chunks: Vec<(usize, &str)> = chunks
+            .iter()
+            .map(|chunk| (chunk.first_line, chunk.text.as_str()))
+            .collect();
+        assert_eq!(chunks, [(2, "--- {a: 1}\n"), (4, "--- |\n  text\n")]);
+        assert_eq!(split_documents("---x: 1\n")[0].text, "---x: 1\n");
+    }
+
+    #[test]
+    fn directives_and_a_byte_order_mark_stay_out_of_the_way() {
+        let text = "\u{feff}# c\n%YAML 1.2\n%TAG ! tag:x,2026:\n---\na: 1\n...\n%YAML 1.2\n---\n";
+        let chunks = split_documents(text);
+        assert_eq!(chunks.len(), 1, "{chunks:?}");
+        assert_eq!(chunks[0].first_line, 2);
+        assert_eq!(chunks[0].text, "%YAML 1.2\n%TAG ! tag:x,2026:\n---\na: 1\n");
+        let value: serde_yaml::Value = serde_yaml::from_str(&chunks[0].text).unwrap();
+        assert_eq!(value["a"], 1);
     }
 
     #[test]

@@ -174,7 +174,13 @@ pub enum SelectorOperator {
 pub struct FieldTest {
     /// For example `$.spec.nodeSelector['dynamo.nodeAlias']`.
     pub path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Holds when a selected value is this value, of the same JSON type (`equals: null`
+    /// holds for a field that is there and `null`).
+    #[serde(
+        default,
+        deserialize_with = "written",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub equals: Option<Value>,
     #[serde(default, rename = "in", skip_serializing_if = "Option::is_none")]
     pub in_: Option<Vec<Value>>,
@@ -187,6 +193,12 @@ pub struct FieldTest {
     /// A regular expression (Rust `regex` syntax, linear time) matched against string values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regex: Option<String>,
+}
+
+/// A field that is there, whatever its value, `null` included: serde reads a `null`
+/// into an `Option` as absent.
+fn written<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
