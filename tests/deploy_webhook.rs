@@ -32,6 +32,23 @@ fn yaml(text: &str) -> serde_json::Value {
     serde_yaml::from_str(text).expect("valid YAML")
 }
 
+/// A real CA (and serving pair) from `graft certs`, in `dir/certs`.
+fn issue_certs(dir: &Path) -> PathBuf {
+    let certs = dir.join("certs");
+    let output = Command::new(env!("CARGO_BIN_EXE_graft"))
+        .arg("certs")
+        .arg("--out")
+        .arg(&certs)
+        .output()
+        .expect("run graft certs");
+    assert!(
+        output.status.success(),
+        "graft certs failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    certs
+}
+
 #[test]
 fn committed_webhook_config_matches_the_policies() {
     let rendered = stdout(graft(
@@ -72,12 +89,7 @@ fn fail_switches_only_the_main_webhook() {
 #[test]
 fn ca_bundle_file_and_out_file() {
     let scratch = tempfile::tempdir().expect("tempdir");
-    let ca = scratch.path().join("ca.crt");
-    std::fs::write(
-        &ca,
-        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-    )
-    .expect("write ca");
+    let ca = issue_certs(scratch.path()).join("ca.crt");
     let out = scratch.path().join("webhook.yaml");
     let policies = repo().join("policies");
     let args = [
@@ -188,4 +200,150 @@ fn unknown_resource_form_names_the_policy() {
         stderr.contains("policy broken") && stderr.contains("a/b/c/d/e"),
         "{stderr}"
     );
+}
+
+/// The Service and namespace go into the webhook's `clientConfig`: names the apiserver
+/// would refuse are refused here, as `graft certs` refuses them.
+#[test]
+fn service_and_namespace_must_be_kubernetes_names() {
+    let root = repo();
+    for (flag, value) in [
+        ("--service", "Bad_Name!"),
+        ("--namespace", ""),
+        ("--service", "1st"),
+    ] {
+        let output = graft(
+            &root,
+            &["webhook-config", "--policies", "policies", flag, value],
+        );
+        assert_eq!(output.status.code(), Some(2), "{flag} {value:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with(&format!("error: {flag} {value:?} is not a valid ")),
+            "{stderr}"
+        );
+        assert!(output.stdout.is_empty());
+    }
+}
+
+#[test]
+fn ca_bundle_file_must_hold_certificates_and_no_private_key() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let certs = issue_certs(scratch.path());
+    let read = |name: &str| std::fs::read_to_string(certs.join(name)).expect(name);
+    let (ca, key) = (read("ca.crt"), read("tls.key"));
+    let encrypted_key =
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
+    let refused = [
+        ("empty.crt", String::new(), "no PEM CERTIFICATE block"),
+        (
+            "notpem.txt",
+            "not a certificate\n".to_string(),
+            "no PEM CERTIFICATE block",
+        ),
+        ("tls.key", key.clone(), "private key"),
+        ("ca-and-key.pem", format!("{ca}{key}"), "private key"),
+        (
+            "ca-and-encrypted-key.pem",
+            format!("{ca}{encrypted_key}"),
+            "private key",
+        ),
+        (
+            "garbage.crt",
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".to_string(),
+            "not an X.509 certificate",
+        ),
+        (
+            "unterminated.crt",
+            ca.replace("-----END CERTIFICATE-----", ""),
+            "PEM",
+        ),
+    ];
+    let policies = repo().join("policies");
+    for (name, contents, reason) in refused {
+        let file = scratch.path().join(name);
+        std::fs::write(&file, contents).expect("write");
+        let out = scratch.path().join("webhook.yaml");
+        let output = graft(
+            scratch.path(),
+            &[
+                "webhook-config",
+                "--policies",
+                policies.to_str().expect("UTF-8 path"),
+                "--ca-bundle-file",
+                file.to_str().expect("UTF-8 path"),
+                "--out",
+                out.to_str().expect("UTF-8 path"),
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.contains(file.to_str().expect("UTF-8 path")) && stderr.contains(reason),
+            "{name}: expected the file and {reason:?} in: {stderr}"
+        );
+        assert!(!out.exists(), "{name}: nothing written");
+    }
+
+    // Two CAs during a rotation (docs/operations.md), with text around them, are a bundle.
+    let both = scratch.path().join("ca-both.crt");
+    let other = std::fs::read_to_string(issue_certs(&scratch.path().join("second")).join("ca.crt"))
+        .expect("second ca.crt");
+    std::fs::write(&both, format!("first CA\n{ca}second CA\n{other}")).expect("write");
+    let config = yaml(&stdout(graft(
+        scratch.path(),
+        &[
+            "webhook-config",
+            "--policies",
+            policies.to_str().expect("UTF-8 path"),
+            "--ca-bundle-file",
+            both.to_str().expect("UTF-8 path"),
+        ],
+    )));
+    let bundle = BASE64.encode(std::fs::read(&both).expect("ca-both"));
+    for webhook in config["webhooks"].as_array().expect("webhooks") {
+        assert_eq!(webhook["clientConfig"]["caBundle"], bundle.as_str());
+    }
+}
+
+#[test]
+fn header_names_the_command_that_was_run() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let policies = scratch.path().join("my policies");
+    copy_policies(&policies);
+    let first_line = |args: &[&str]| {
+        let text = stdout(graft(scratch.path(), args));
+        text.lines().next().expect("a header").to_string()
+    };
+    assert_eq!(
+        first_line(&["webhook-config", "--policies", "my policies"]),
+        "# Generated by `graft webhook-config --policies 'my policies'`; do not edit."
+    );
+    issue_certs(scratch.path());
+    assert_eq!(
+        first_line(&[
+            "webhook-config",
+            "--policies=my policies/",
+            "--service",
+            "hooks",
+            "--namespace",
+            "platform",
+            "--failure-policy",
+            "fail",
+            "--ca-bundle-file",
+            "certs/ca.crt",
+        ]),
+        "# Generated by `graft webhook-config --policies 'my policies/' --service hooks \
+         --namespace platform --failure-policy Fail --ca-bundle-file certs/ca.crt`; do not edit."
+    );
+}
+
+fn copy_policies(to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(repo().join("policies")).expect("policies") {
+        let entry = entry.expect("entry");
+        if entry.file_type().expect("file type").is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+        }
+    }
 }

@@ -1,6 +1,5 @@
 //! `graft apply`: mutate objects offline and print the result.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
@@ -23,7 +22,9 @@ pub enum Output {
 
 /// Mutate objects offline, as the webhook would, and print them.
 ///
-/// A denial prints its reason on standard error and exits 1.
+/// A denial prints its reason on standard error and exits 1. At DELETE the request carries
+/// only the old object, which no webhook can change: it is printed unchanged (an empty
+/// patch), with a note on standard error.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  graft apply --policies policies/ --namespace dynamo-system pod.yaml\n  kubectl get pod web-0 -o yaml | graft apply -o patch -\n  graft apply --operation UPDATE --resource nodes/status node.json\n  graft apply --namespaces namespaces.yaml pod.yaml"
@@ -37,8 +38,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let input = args.input.read("graft-apply")?;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = super::stdout::Stdout::lock();
     let mut denied = false;
+    let mut noted_delete = false;
     for request in input.requests {
         let namespace =
             admission::resolve_namespace(&request, &input.set, input.namespaces.as_ref());
@@ -52,24 +54,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             continue;
         }
         // The object as the policies left it: the request's when nothing changed.
-        let mutated = evaluation
-            .object
-            .as_ref()
-            .map(Tree::to_value)
-            .unwrap_or_default();
+        let mutated = match &evaluation.object {
+            Some(object) => object.to_value(),
+            None => {
+                // Printing `null` read as if the policies had emptied the object.
+                if !std::mem::replace(&mut noted_delete, true) {
+                    eprintln!(
+                        "note: graft does not mutate at {}: the request carries only the old object, printed unchanged",
+                        request.operation
+                    );
+                }
+                request
+                    .old_object
+                    .as_ref()
+                    .map(Tree::to_value)
+                    .unwrap_or_default()
+            }
+        };
         match args.output {
             Output::Yaml => {
-                writeln!(stdout, "---")?;
-                stdout.write_all(super::yaml_out::to_string(&mutated)?.as_bytes())?;
+                stdout.write(format!("---\n{}", super::yaml_out::to_string(&mutated)?))?;
             }
-            Output::Json => {
-                serde_json::to_writer_pretty(&mut stdout, &mutated)?;
-                writeln!(stdout)?;
-            }
-            Output::Patch => {
-                serde_json::to_writer(&mut stdout, &evaluation.patch)?;
-                writeln!(stdout)?;
-            }
+            Output::Json => stdout.json_pretty(&mutated)?,
+            Output::Patch => stdout.json_line(&evaluation.patch)?,
         }
     }
     Ok(if denied {

@@ -43,6 +43,16 @@ const SECRET: &str = "secret.yaml";
 const PATCH: &str = "webhook-cabundle-patch.yaml";
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Issuing touches no file, so bad flags are reported before existing files are.
+    let options = CertOptions {
+        service: args.service,
+        namespace: args.namespace,
+        days: args.days,
+    };
+    let bundle = certs::generate(&options)?;
+    let secret = certs::secret_yaml(&bundle, &options.namespace)?;
+    let patch = certs::cabundle_patch_yaml(&bundle.ca_pem)?;
+
     // Check every target before writing any, so a refusal leaves the directory untouched
     // rather than holding a CA that does not match the certificate next to it.
     if !args.force {
@@ -59,15 +69,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
-
-    let options = CertOptions {
-        service: args.service,
-        namespace: args.namespace,
-        days: args.days,
-    };
-    let bundle = certs::generate(&options)?;
-    let secret = certs::secret_yaml(&bundle, &options.namespace)?;
-    let patch = certs::cabundle_patch_yaml(&bundle.ca_pem)?;
 
     fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -90,14 +91,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// Writes a file; private ones (the key, and the Secret that embeds it) are created
 /// readable by the owner only. Without `force` the file must not exist yet, even if it
 /// appeared after the check in `run`.
+///
+/// With `force` the contents go to a new file that is then renamed over the old one: the
+/// old file's mode (0644 after a copy or a restore) and any reader that has it open would
+/// otherwise carry over to the new key, and an interrupted rotation would leave a
+/// truncated file where the old one was.
 fn write(path: &Path, contents: &str, force: bool, private: bool) -> anyhow::Result<()> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true);
-    if force {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
+    if !force {
+        return write_new(path, contents, private)
+            .with_context(|| format!("cannot write {}", path.display()));
     }
+    let temp = temporary_path(path);
+    let replaced = write_new(&temp, contents, private).and_then(|()| fs::rename(&temp, path));
+    if replaced.is_err() {
+        // Best effort: the error that matters is the one returned below.
+        let _ = fs::remove_file(&temp);
+    }
+    replaced.with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Creates `path`, which must not exist, and writes `contents` to disk.
+fn write_new(path: &Path, contents: &str, private: bool) -> std::io::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
     #[cfg(unix)]
     if private {
         use std::os::unix::fs::OpenOptionsExt as _;
@@ -105,10 +121,16 @@ fn write(path: &Path, contents: &str, force: bool, private: bool) -> anyhow::Res
     }
     #[cfg(not(unix))]
     let _ = private;
-    let mut file = options
-        .open(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    file.write_all(contents.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    let mut file = options.open(path)?;
+    file.write_all(contents.as_bytes())?;
+    // Before a rename, so that a crash cannot leave the new name on an empty file.
+    file.sync_all()
+}
+
+/// A hidden name next to `path`, unique to this process, for the file that replaces it.
+fn temporary_path(path: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(format!(".graft-{}.tmp", std::process::id()));
+    path.with_file_name(name)
 }

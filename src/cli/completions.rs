@@ -15,6 +15,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut command = super::Cli::command();
-    clap_complete::generate(args.shell, &mut command, "graft", &mut std::io::stdout());
+    // clap_complete panics when its writer fails, so the script is written in memory and
+    // printed by graft, whose write errors are returned.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "graft", &mut script);
+    super::stdout::print(script)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,6 @@
 //! `graft explain`: for each object, what every policy did to it and, for each policy
 //! that did not apply, the first of its conditions that did not hold.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
@@ -40,17 +39,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let input = args.input.read("graft-explain")?;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = super::stdout::Stdout::lock();
     for request in &input.requests {
         let namespace =
             admission::resolve_namespace(request, &input.set, input.namespaces.as_ref());
         let explanation = explain(request, &namespace, &input.set);
         match args.format {
-            Format::Text => stdout.write_all(text(request, &explanation).as_bytes())?,
-            Format::Json => {
-                serde_json::to_writer_pretty(&mut stdout, &json(request, &explanation))?;
-                writeln!(stdout)?;
-            }
+            Format::Text => stdout.write(text(request, &explanation))?,
+            Format::Json => stdout.json_pretty(&json(request, &explanation))?,
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -5,6 +5,8 @@ use std::path::Path;
 
 use anyhow::Context;
 
+use crate::policy::Operation;
+
 /// Reads a file, or standard input for `-`.
 pub fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
     if path.as_os_str() == "-" {
@@ -15,6 +17,14 @@ pub fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
         return Ok(bytes);
     }
     std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// How an input is named in messages: its path, or `<stdin>` for `-`.
+pub fn input_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        return "<stdin>".to_string();
+    }
+    path.display().to_string()
 }
 
 /// Loads a policy set or explains why not, printing every finding.
@@ -74,9 +84,10 @@ pub struct ObjectInput {
     /// Policy files or directories.
     #[arg(long, default_value = "policies")]
     pub policies: Vec<std::path::PathBuf>,
-    /// CREATE, UPDATE, DELETE or CONNECT.
-    #[arg(long, default_value = "CREATE")]
-    pub operation: String,
+    /// The request's operation. At DELETE the request carries only the old object,
+    /// which the webhook cannot change.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = Operation::Create)]
+    pub operation: Operation,
     /// The request namespace (default: the object's, else `default`; none for
     /// cluster-scoped kinds).
     #[arg(long)]
@@ -90,6 +101,17 @@ pub struct ObjectInput {
     pub namespaces: Option<std::path::PathBuf>,
     /// YAML or JSON objects (several documents, or `kind: List`); `-` for standard input.
     pub file: std::path::PathBuf,
+}
+
+// Clap offers and checks exactly the operations a policy can match.
+impl clap::ValueEnum for Operation {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Operation::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
 }
 
 /// What [`ObjectInput`] reads: the policy set, the namespace source and one admission
@@ -107,11 +129,18 @@ impl ObjectInput {
     pub fn read(&self, uid_prefix: &str) -> anyhow::Result<Requests> {
         let set = load_policies(&self.policies)?;
         let namespaces = namespace_source(self.namespaces.as_deref(), Some(&self.file))?;
+        let name = input_name(&self.file);
         let text = String::from_utf8(read_input(&self.file)?)
-            .with_context(|| format!("{}: not UTF-8 text", self.file.display()))?;
-        let objects = crate::k8s::objects::read_objects(&text)?;
+            .with_context(|| format!("{name}: not UTF-8 text"))?;
+        let objects = crate::k8s::objects::read_objects_in(&name, &text)?;
+        // Nothing to evaluate is a mistake (a wrong file, an empty pipe), not a success.
+        if objects.is_empty() {
+            anyhow::bail!(
+                "{name}: holds no object (only comments, empty documents or an empty kind: List)"
+            );
+        }
         let options = crate::cli::offline::RequestOptions {
-            operation: self.operation.clone(),
+            operation: self.operation.as_str().to_string(),
             namespace: self.namespace.clone(),
             resource: self.resource.clone(),
             old_object: None,
@@ -120,9 +149,8 @@ impl ObjectInput {
         for (index, object) in objects.into_iter().enumerate() {
             if object.get("kind").and_then(serde_json::Value::as_str) == Some("AdmissionReview") {
                 let body = serde_json::to_vec(&object)?;
-                let review = crate::admission::parse(&body).with_context(|| {
-                    format!("document {} of {}", index + 1, self.file.display())
-                })?;
+                let review = crate::admission::parse(&body)
+                    .with_context(|| format!("{name}: object {}", index + 1))?;
                 requests.push(review.request.into_owned());
             } else {
                 let uid = format!("{uid_prefix}-{index}");

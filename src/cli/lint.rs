@@ -50,7 +50,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(file) = &args.webhook_config {
         let text = std::fs::read_to_string(file)
             .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        let objects = crate::k8s::objects::read_objects(&text)?;
+        let name = super::input::input_name(file);
+        let objects = crate::k8s::objects::read_objects_in(&name, &text)?;
         let rules = crate::manifests::webhook::deployed_rules(&objects);
         if rules.is_empty() {
             anyhow::bail!(
@@ -61,22 +62,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         report.findings.extend(coverage(&args.paths, file, &rules));
     }
     match args.format {
-        Format::Text => print_text(&report),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report.to_json())?),
+        Format::Text => print_text(&report)?,
+        Format::Json => super::stdout::Stdout::lock().json_pretty(&report.to_json())?,
     }
     Ok(report.exit_code(args.strict))
 }
 
 /// Lints `paths` and prints the findings as text: the shared path of `graft lint` and
 /// `graft serve --lint`.
-pub fn lint_paths(paths: &[PathBuf]) -> ExitCode {
+pub fn lint_paths(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     if let Some(missing) = paths.iter().find(|p| !p.exists()) {
         eprintln!("error: {}: no such file or directory", missing.display());
-        return ExitCode::from(super::EXIT_USAGE);
+        return Ok(ExitCode::from(super::EXIT_USAGE));
     }
     let report = lint(paths);
-    print_text(&report);
-    report.exit_code(false)
+    print_text(&report)?;
+    Ok(report.exit_code(false))
 }
 
 /// The findings of one lint run.
@@ -202,9 +203,10 @@ fn coverage(
     findings
 }
 
-fn print_text(report: &Report) {
+fn print_text(report: &Report) -> Result<(), super::stdout::StdoutError> {
+    let mut stdout = super::stdout::Stdout::lock();
     for finding in &report.findings {
-        println!("{finding}");
+        stdout.line(finding)?;
     }
     let errors = report.count(Severity::Error);
     let warnings = report.count(Severity::Warning);
@@ -215,6 +217,7 @@ fn print_text(report: &Report) {
         }
         _ => eprintln!("{}, {warnings}", counted(errors, "error", "errors")),
     }
+    Ok(())
 }
 
 /// `1 policy`, `2 policies`.

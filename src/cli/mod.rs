@@ -13,6 +13,7 @@ pub mod offline;
 pub mod review;
 pub mod schema;
 pub mod serve;
+mod stdout;
 pub mod test;
 mod test_update;
 pub mod webhook_config;
@@ -60,6 +61,10 @@ pub enum Command {
 /// Exit code for a usage error (bad flags, unreadable input), as clap uses.
 pub const EXIT_USAGE: u8 = 2;
 
+/// Exit code when standard output's reader went away: a shell's for a process killed by
+/// SIGPIPE.
+const EXIT_BROKEN_PIPE: u8 = 128 + 13;
+
 /// Parses the command line and runs the subcommand.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -77,6 +82,11 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader stopped reading (`graft lint | head`), as readers may: nothing to
+        // report, but the status a process killed by SIGPIPE has (128 + 13), as other
+        // tools end: the run did not finish, so whatever it would have found (lint's
+        // findings, a failed test) must not read as success under `set -o pipefail`.
+        Err(error) if stdout::is_broken_pipe(&error) => ExitCode::from(EXIT_BROKEN_PIPE),
         Err(error) => {
             eprintln!("error: {}", describe(&error));
             ExitCode::from(EXIT_USAGE)

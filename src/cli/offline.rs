@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::k8s::admission_request::{AdmissionRequest, GroupVersionKind, GroupVersionResource};
+use crate::k8s::objects::is_cluster_scoped;
 use crate::k8s::resources::plural;
 use crate::tree::Tree;
 
@@ -91,22 +92,6 @@ pub fn request_for(
         old_object: old_object.map(Tree::from),
         dry_run: Some(false),
     }
-}
-
-fn is_cluster_scoped(kind: &str) -> bool {
-    matches!(
-        kind,
-        "Node"
-            | "Namespace"
-            | "PersistentVolume"
-            | "ClusterRole"
-            | "ClusterRoleBinding"
-            | "StorageClass"
-            | "CustomResourceDefinition"
-            | "MutatingWebhookConfiguration"
-            | "ValidatingWebhookConfiguration"
-            | "PriorityClass"
-    )
 }
 
 #[cfg(test)]

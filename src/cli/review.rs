@@ -1,11 +1,10 @@
 //! `graft review`: answer one AdmissionReview exactly as the server would.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::input::{load_policies, namespace_source, read_input};
-use crate::admission;
+use super::input::{input_name, load_policies, namespace_source, read_input};
+use crate::admission::{self, BadReview};
 
 /// Answer one AdmissionReview (v1 or v1beta1) and print the response review exactly
 /// as `graft serve` sends it: same apiVersion, uid echoed, base64 patch.
@@ -30,10 +29,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let set = load_policies(&args.policies)?;
     let namespaces = namespace_source(args.namespaces.as_deref(), Some(&args.file))?;
     let body = read_input(&args.file)?;
-    // The server's parse, so the two answer alike.
-    let reviewed = admission::review_lean(&body, &set, namespaces.as_ref())?;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(&reviewed.to_json())?;
-    writeln!(stdout)?;
+    // The server's parse, so the two answer alike; its errors speak of a body, which here
+    // is a file to name.
+    let reviewed = admission::review_lean(&body, &set, namespaces.as_ref()).map_err(|error| {
+        let name = input_name(&args.file);
+        let text = error.to_string();
+        match &error {
+            // serde_json ends its message with where it is; the file's name leads with it
+            // instead, as a compiler's error does.
+            BadReview::Json(json) | BadReview::Object { error: json, .. } => {
+                let (line, column) = (json.line(), json.column());
+                let text = text.replacen(&format!(" at line {line} column {column}"), "", 1);
+                anyhow::anyhow!("{name}:{line}:{column}: {text}")
+            }
+            _ => anyhow::anyhow!("{name}: {text}"),
+        }
+    })?;
+    let mut json = reviewed.to_json();
+    json.push(b'\n');
+    super::stdout::print(json)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -28,7 +28,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.out {
         Some(path) => std::fs::write(&path, text)
             .with_context(|| format!("cannot write {}", path.display()))?,
-        None => print!("{text}"),
+        None => super::stdout::print(text)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -99,9 +99,7 @@ pub struct Flags {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let args = *args.flags;
     if args.lint {
-        return Ok(super::lint::lint_paths(std::slice::from_ref(
-            &args.policies,
-        )));
+        return super::lint::lint_paths(std::slice::from_ref(&args.policies));
     }
     // Held until the server has stopped: dropping it writes out the last lines.
     let _log_writer = init_logging(args.log_format)?;

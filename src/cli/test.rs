@@ -38,10 +38,12 @@ pub struct Args {
     /// Rewrite the `expect` block of each failing case to what the policies now do (and
     /// an `objectFile` it names), and say which cases changed. A case whose policies do
     /// not converge, or whose patch does not apply, is not rewritten: that is a policy
-    /// bug, not an outdated expectation.
+    /// bug, not an outdated expectation. Cases are rewritten in place, so a case to
+    /// rewrite must be a block item (`- name: ...`), not flow style (`- {name: ...}`).
     #[arg(long)]
     pub update: bool,
-    /// Suite files, or directories searched recursively for *.yaml suites.
+    /// Suite files, or directories searched recursively (each file once, links
+    /// followed) for *.yaml suites.
     #[arg(default_value = "tests/policies")]
     pub paths: Vec<PathBuf>,
 }
@@ -141,61 +143,78 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (mut passed, mut failed, mut updated) = (0usize, 0usize, 0usize);
     let mut suites = std::collections::BTreeSet::new();
     let file_count = files.len();
+    let mut stdout = super::stdout::Stdout::lock();
     for file in files {
         let results = run_suite_file_with(&file, shared.as_deref())?;
         suites.extend(results.iter().map(|result| result.suite.clone()));
-        let mut text = None;
+        // The file is rewritten before anything about it is reported, so an UPDATED line
+        // never claims a change that a failing rewrite, or a stdout that fails while the
+        // file's lines are printed, leaves unwritten.
+        if args.update
+            && let Some(text) = rewrite_expectations(&file, &results)?
+        {
+            std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+        }
         for result in results {
             match (result.failure, result.update) {
                 (None, _) => {
                     passed += 1;
-                    println!("PASS {}: {}", result.suite, result.case);
+                    stdout.line(format_args!("PASS {}: {}", result.suite, result.case))?;
                 }
-                (Some(_), Some(expect)) if args.update => {
-                    let current = match text.take() {
-                        Some(current) => current,
-                        None => std::fs::read_to_string(&file)
-                            .with_context(|| format!("reading {}", file.display()))?,
-                    };
-                    let next = test_update::replace_expect(&current, &result.case, &expect)
-                        .map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
-                    text = Some(next);
+                (Some(_), Some(_)) if args.update => {
                     updated += 1;
-                    println!("UPDATED {}: {}", result.suite, result.case);
+                    stdout.line(format_args!("UPDATED {}: {}", result.suite, result.case))?;
                 }
                 (Some(failure), _) => {
                     failed += 1;
-                    println!(
+                    stdout.line(format_args!(
                         "FAIL {}: {}\n{}",
                         result.suite,
                         result.case,
                         indent(&failure)
-                    );
+                    ))?;
                 }
             }
         }
-        if let Some(text) = text {
-            std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
-        }
     }
     if args.update {
-        println!(
+        stdout.line(format_args!(
             "{} rewritten to what the policies now do",
             super::lint::counted(updated, "case", "cases")
-        );
+        ))?;
     }
-    println!(
+    stdout.line(format_args!(
         "{} in {}",
         super::lint::counted(suites.len(), "suite", "suites"),
         super::lint::counted(file_count, "file", "files")
-    );
+    ))?;
     // Alone on the last line, the form test runners and CI read.
-    println!("{passed} passed, {failed} failed");
+    stdout.line(format_args!("{passed} passed, {failed} failed"))?;
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The suite file's text with the `expect` block of each case that has a new
+/// expectation rewritten; `None` when no case has one.
+fn rewrite_expectations(file: &Path, results: &[CaseResult]) -> anyhow::Result<Option<String>> {
+    let mut text: Option<String> = None;
+    for result in results {
+        let (Some(_), Some(expect)) = (&result.failure, &result.update) else {
+            continue;
+        };
+        let current = match text.take() {
+            Some(current) => current,
+            None => std::fs::read_to_string(file)
+                .with_context(|| format!("reading {}", file.display()))?,
+        };
+        let next = test_update::replace_expect(&current, &result.case, expect)
+            .map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
+        text = Some(next);
+    }
+    Ok(text)
 }
 
 /// The outcome of one case.
@@ -207,11 +226,6 @@ pub struct CaseResult {
     pub failure: Option<String>,
     /// For a failing case whose only problem is its expectation: the one it would pass.
     pub update: Option<serde_json::Map<String, Value>>,
-}
-
-/// Runs every case of one suite file.
-pub fn run_suite_file(file: &Path) -> anyhow::Result<Vec<CaseResult>> {
-    run_suite_file_with(file, None)
 }
 
 /// Runs every case of one suite file; `shared` holds the namespaces of a suite that
@@ -235,9 +249,11 @@ pub fn run_suite_file_with(
     }
     let base = file.parent().unwrap_or(Path::new("."));
     let policy_paths: Vec<PathBuf> = suite.spec.policies.iter().map(|p| base.join(p)).collect();
-    let set = load_policies(&policy_paths)?;
+    let set = load_policies(&policy_paths)
+        .with_context(|| format!("{}: spec.policies", file.display()))?;
     let own = suite_namespaces(&suite.spec, base)
         .with_context(|| format!("{}: spec.namespaces", file.display()))?;
+    check_cases(&suite.spec.cases).with_context(|| format!("{}: spec.cases", file.display()))?;
     let namespaces: &dyn NamespaceSource = match (&own, shared) {
         (None, Some(shared)) => shared,
         (Some(own), _) => own,
@@ -260,6 +276,24 @@ pub fn run_suite_file_with(
             })
         })
         .collect()
+}
+
+/// A suite that tests nothing would pass, and results and `--update` find a case by its
+/// name, so a suite needs cases and each its own name.
+fn check_cases(cases: &[Case]) -> anyhow::Result<()> {
+    if cases.is_empty() {
+        bail!("the suite has no cases; a suite that tests nothing would pass");
+    }
+    let mut names = std::collections::HashSet::new();
+    for case in cases {
+        if !names.insert(case.name.as_str()) {
+            bail!(
+                "two cases are named {:?}; give each case its own name (the report and --update tell cases apart by name)",
+                case.name
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The suite's own namespaces, inline and from `namespacesFile`; `None` when it lists
@@ -599,56 +633,103 @@ fn indent(text: &str) -> String {
     text.lines().map(|line| format!("    {line}\n")).collect()
 }
 
+/// The suite files under `paths`, each real file once however many paths or links lead
+/// to it, in the order they are first reached.
 fn suite_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
+    let mut walk = Walk::default();
     for path in paths {
         if path.is_dir() {
-            collect_yaml(path, &mut files)?;
+            walk.directory(path)?;
         } else if path.is_file() {
-            files.push(path.clone());
+            walk.file(path, true)?;
         } else {
             bail!("{}: no such file or directory", path.display());
         }
     }
-    Ok(files)
+    Ok(walk.files)
 }
 
-fn collect_yaml(dir: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .collect();
-    entries.sort();
-    for entry in entries {
-        let name = entry
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if name.starts_with('.') {
-            continue;
-        }
-        if entry.is_dir() {
-            collect_yaml(&entry, files)?;
-        } else if is_suite(&entry) {
-            files.push(entry);
-        }
+/// A walk of the suite directories. Directories and files are known by their canonical
+/// paths: a symbolic link back up the tree (`ln -s .. dir/up`) would otherwise be
+/// followed until the path grew too long, running the same suites again at each level.
+#[derive(Default)]
+struct Walk {
+    seen: std::collections::HashSet<PathBuf>,
+    files: Vec<PathBuf>,
+}
+
+impl Walk {
+    /// Whether `path` is reached for the first time.
+    fn first_visit(&mut self, path: &Path) -> anyhow::Result<bool> {
+        let real =
+            std::fs::canonicalize(path).with_context(|| format!("resolving {}", path.display()))?;
+        Ok(self.seen.insert(real))
     }
-    Ok(())
+
+    /// `given`: named on the command line, so a suite whatever it holds.
+    fn file(&mut self, path: &Path, given: bool) -> anyhow::Result<()> {
+        if (given || is_suite(path)) && self.first_visit(path)? {
+            self.files.push(path.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn directory(&mut self, dir: &Path) -> anyhow::Result<()> {
+        if !self.first_visit(dir)? {
+            return Ok(());
+        }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .collect();
+        entries.sort();
+        for entry in entries {
+            let hidden = entry
+                .file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with('.'));
+            if hidden {
+                continue;
+            }
+            if entry.is_dir() {
+                self.directory(&entry)?;
+            } else {
+                self.file(&entry, false)?;
+            }
+        }
+        Ok(())
+    }
 }
 
-/// A YAML file that declares `kind: PolicyTest`, or graft's apiVersion with a kind other
-/// than MutationPolicy: a suite whose kind is mistyped is then refused with the reason
-/// instead of skipped, which would pass a run that tested nothing.
+/// A YAML file with a document of `kind: PolicyTest`, or of graft's apiVersion with a
+/// kind other than MutationPolicy: a suite whose kind is mistyped is then refused with
+/// the reason instead of skipped, which would pass a run that tested nothing. Read from
+/// the parsed documents, so quotes and comments do not change the answer. A file that
+/// is not YAML at all is a suite when its text names either, for the same reason.
 fn is_suite(path: &Path) -> bool {
     let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
-    yaml && std::fs::read_to_string(path).is_ok_and(|text| {
-        let mut lines = text.lines().map(str::trim_end);
-        let declares = |line: &str, prefix: &str| line.starts_with(prefix);
-        lines.clone().any(|l| l == "kind: PolicyTest")
-            || (lines.clone().any(|l| declares(l, "apiVersion: graft.dev/"))
-                && !lines.any(|l| l == "kind: MutationPolicy"))
-    })
+    if !yaml {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    for document in serde_yaml::Deserializer::from_str(&text) {
+        match serde_yaml::Value::deserialize(document) {
+            Ok(document) if declares_suite(&document) => return true,
+            Ok(_) => {}
+            Err(_) => return text.contains("PolicyTest") || text.contains("graft.dev/"),
+        }
+    }
+    false
+}
+
+fn declares_suite(document: &serde_yaml::Value) -> bool {
+    let field = |name: &str| document.get(name).and_then(serde_yaml::Value::as_str);
+    let kind = field("kind");
+    kind == Some("PolicyTest")
+        || (field("apiVersion").is_some_and(|version| version.starts_with("graft.dev/"))
+            && kind != Some(crate::policy::model::KIND))
 }
 
 #[cfg(test)]

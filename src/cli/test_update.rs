@@ -87,7 +87,7 @@ pub fn replace_expect(
 ) -> Result<String, String> {
     let lines: Vec<&str> = text.lines().collect();
     let (item_start, item_end, key_indent) =
-        find_case(&lines, case).ok_or_else(|| format!("case {case:?} not found in the text"))?;
+        find_case(&lines, case).ok_or_else(|| not_found(text, case))?;
     let expect_line = (item_start..item_end)
         .find(|&at| {
             let line = lines[at];
@@ -128,7 +128,75 @@ pub fn replace_expect(
     if text.ends_with('\n') {
         joined.push('\n');
     }
+    check_rewrite(text, &joined, case, expect)?;
     Ok(joined)
+}
+
+/// Why the case's block-style item was not found: the case exists but is written in
+/// another style, or it is not there.
+fn not_found(text: &str, case: &str) -> String {
+    let written = parsed_cases(text).is_ok_and(|cases| {
+        cases
+            .iter()
+            .any(|item| item.get("name") == Some(&Value::from(case)))
+    });
+    if written {
+        format!(
+            "case {case:?} is not written in block style, so --update cannot rewrite its expect block in place \
+             (a flow-style case, `- {{name: ..., expect: {{...}}}}`, would have to be rewritten whole, \
+             losing its layout); write it as a block item, `- name: ...` with `object:` and `expect:` \
+             on lines of their own, and run --update again"
+        )
+    } else {
+        format!("case {case:?} not found in the text")
+    }
+}
+
+/// The rewrite is an edit of lines, so it is checked on the parsed documents: the same
+/// suite with only this case's expectation changed, and to `expect`. An edit that
+/// touched anything else (a case the line scan took for this one) is refused rather
+/// than written.
+fn check_rewrite(
+    before: &str,
+    after: &str,
+    case: &str,
+    expect: &Map<String, Value>,
+) -> Result<(), String> {
+    let parse = |text: &str| serde_yaml::from_str::<Value>(text).map_err(|error| error.to_string());
+    let mut wanted = parse(before)?;
+    let mut matched = 0;
+    if let Some(cases) = wanted
+        .pointer_mut("/spec/cases")
+        .and_then(Value::as_array_mut)
+    {
+        for item in cases {
+            if item.get("name") == Some(&Value::from(case))
+                && let Some(item) = item.as_object_mut()
+            {
+                item.insert("expect".into(), Value::Object(expect.clone()));
+                matched += 1;
+            }
+        }
+    }
+    let rewritten = parse(after).map_err(|error| {
+        format!("rewriting case {case:?} would leave the suite unreadable ({error}); the file is left as it was")
+    })?;
+    if matched != 1 || rewritten != wanted {
+        return Err(format!(
+            "rewriting case {case:?} would change more than its expect block; the file is left as it was"
+        ));
+    }
+    Ok(())
+}
+
+/// The items of the suite's `spec.cases`, parsed.
+fn parsed_cases(text: &str) -> Result<Vec<Value>, String> {
+    let suite = serde_yaml::from_str::<Value>(text).map_err(|error| error.to_string())?;
+    Ok(suite
+        .pointer("/spec/cases")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default())
 }
 
 /// The column where a line's key starts: after its indentation, and after `- ` on the
@@ -235,6 +303,25 @@ spec:
         );
         assert!(updated.contains("    # The second case keeps its comment.\n"));
         assert!(replace_expect(SUITE, "third", &patch).is_err());
+    }
+
+    #[test]
+    fn a_rewrite_that_is_not_exactly_the_named_cases_expectation_is_refused() {
+        let patch = map(json!({"unchanged": true}));
+        // Two items the line scan cannot tell apart: it finds the first only.
+        let twice = SUITE.replace("\"second: quoted\"", "first");
+        let error = replace_expect(&twice, "first", &patch).unwrap_err();
+        assert!(
+            error.contains("would change more than its expect block"),
+            "{error}"
+        );
+        let flow = SUITE.replace(
+            "    - name: first\n      object: {kind: Pod}\n      expect:\n        # old comment inside the block\n        patch:\n          - {op: add, path: /a, value: 1}\n",
+            "    - {name: first, object: {kind: Pod}, expect: {unchanged: true}}\n",
+        );
+        assert_ne!(flow, SUITE);
+        let error = replace_expect(&flow, "first", &patch).unwrap_err();
+        assert!(error.contains("is not written in block style"), "{error}");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `caBundle`. Everything here is pure (no file I/O) so it can be tested directly;
 //! `graft certs` writes the files.
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64_simd::STANDARD as BASE64;
 use rcgen::{
@@ -26,6 +26,12 @@ const SECONDS_PER_DAY: u64 = 24 * 60 * 60;
 /// Certificates start one hour in the past so that a node with a slightly slow clock
 /// does not reject a freshly issued certificate.
 const BACKDATE: Duration = Duration::from_secs(60 * 60);
+/// 9999-12-31T23:59:59Z, the last instant X.509 can express (GeneralizedTime has four
+/// digits of year). The `time` crate rcgen converts through stops there too, and panics
+/// past it rather than returning an error, so the bound must be checked before.
+const LATEST_NOT_AFTER: Duration = Duration::from_secs(253_402_300_799);
+/// Kubernetes' limit on a DNS label (Service and namespace names).
+const MAX_LABEL_LENGTH: usize = 63;
 
 /// What to issue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,8 +54,10 @@ pub struct CertBundle {
 pub enum CertError {
     #[error("--days must be at least 1")]
     ZeroDays,
-    #[error("--days {0} is too far in the future")]
+    #[error("--days {0} is too far in the future: certificates cannot expire after 9999-12-31")]
     TooLong(u32),
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
     #[error("cannot issue the {what}: {source}")]
     Issue {
         what: &'static str,
@@ -76,18 +84,10 @@ pub fn dns_names(service: &str, namespace: &str) -> Vec<String> {
 
 /// Issues a new CA and a serving certificate signed by it (ECDSA P-256 keys).
 pub fn generate(options: &CertOptions) -> Result<CertBundle, CertError> {
-    if options.days == 0 {
-        return Err(CertError::ZeroDays);
-    }
+    check_service_names(&options.service, &options.namespace)?;
     // rcgen takes `time::OffsetDateTime`; converting from `SystemTime` (time's `std`
     // feature, which rcgen's encoder enables) avoids a direct dependency on `time`.
-    let now = SystemTime::now();
-    let not_before = now.checked_sub(BACKDATE).unwrap_or(now);
-    let not_after = now
-        .checked_add(Duration::from_secs(
-            u64::from(options.days) * SECONDS_PER_DAY,
-        ))
-        .ok_or(CertError::TooLong(options.days))?;
+    let (not_before, not_after) = validity(SystemTime::now(), options.days)?;
     let issue = |what| move |source| CertError::Issue { what, source };
 
     let ca_key = KeyPair::generate().map_err(issue("CA key"))?;
@@ -124,6 +124,100 @@ pub fn generate(options: &CertOptions) -> Result<CertBundle, CertError> {
         cert_pem: cert.pem(),
         key_pem: key.serialize_pem(),
     })
+}
+
+/// The validity period of certificates issued at `now` for `days` days.
+fn validity(now: SystemTime, days: u32) -> Result<(SystemTime, SystemTime), CertError> {
+    if days == 0 {
+        return Err(CertError::ZeroDays);
+    }
+    let not_before = now.checked_sub(BACKDATE).unwrap_or(now);
+    let not_after = now
+        .checked_add(Duration::from_secs(u64::from(days) * SECONDS_PER_DAY))
+        .filter(
+            |end| !matches!(end.duration_since(UNIX_EPOCH), Ok(since) if since > LATEST_NOT_AFTER),
+        )
+        .ok_or(CertError::TooLong(days))?;
+    Ok((not_before, not_after))
+}
+
+/// A `--service` or `--namespace` that is not a Kubernetes name: the names end up in
+/// the certificate's DNS names, the Secret's namespace and the webhook's `clientConfig`,
+/// where the apiserver would refuse them only at `kubectl apply`, or never match.
+#[derive(Debug, thiserror::Error)]
+#[error("--{flag} {value:?} is not a valid {what}: {reason}")]
+pub struct InvalidName {
+    pub flag: &'static str,
+    what: &'static str,
+    value: String,
+    reason: &'static str,
+}
+
+/// Checks the Service's name (a DNS-1035 label) and its namespace's (DNS-1123).
+pub fn check_service_names(service: &str, namespace: &str) -> Result<(), InvalidName> {
+    check_label(
+        service,
+        Label::Dns1035,
+        "service",
+        "Service name (DNS-1035 label)",
+    )?;
+    check_label(
+        namespace,
+        Label::Dns1123,
+        "namespace",
+        "namespace name (DNS-1123 label)",
+    )
+}
+
+/// The two kinds of DNS label Kubernetes names are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Label {
+    /// RFC 1123: may start with a digit (namespaces).
+    Dns1123,
+    /// RFC 1035: starts with a letter (Services, whose names become environment variables).
+    Dns1035,
+}
+
+fn check_label(
+    value: &str,
+    label: Label,
+    flag: &'static str,
+    what: &'static str,
+) -> Result<(), InvalidName> {
+    let invalid = |reason| InvalidName {
+        flag,
+        what,
+        value: value.to_string(),
+        reason,
+    };
+    let bytes = value.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
+        return Err(invalid("it must not be empty"));
+    };
+    if bytes.len() > MAX_LABEL_LENGTH {
+        return Err(invalid("it must be at most 63 characters"));
+    }
+    if !bytes
+        .iter()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+    {
+        return Err(invalid(
+            "it must consist of lowercase letters, digits and '-' only",
+        ));
+    }
+    match label {
+        Label::Dns1035 if !first.is_ascii_lowercase() => {
+            return Err(invalid("it must start with a lowercase letter"));
+        }
+        Label::Dns1123 if *first == b'-' => {
+            return Err(invalid("it must start with a lowercase letter or a digit"));
+        }
+        _ => {}
+    }
+    if *last == b'-' {
+        return Err(invalid("it must end with a lowercase letter or a digit"));
+    }
+    Ok(())
 }
 
 /// A `kubernetes.io/tls` Secret with the serving pair, and the CA as `ca.crt` so that
@@ -192,6 +286,56 @@ mod tests {
                 "graft.graft.svc.cluster.local"
             ]
         );
+    }
+
+    fn options(service: &str, namespace: &str) -> CertOptions {
+        CertOptions {
+            service: service.into(),
+            namespace: namespace.into(),
+            days: 1,
+        }
+    }
+
+    #[test]
+    fn validity_ends_at_the_last_instant_x509_can_express() {
+        let days: u32 = 10;
+        let now =
+            UNIX_EPOCH + LATEST_NOT_AFTER - Duration::from_secs(u64::from(days) * SECONDS_PER_DAY);
+        let (_, not_after) = validity(now, days).unwrap();
+        assert_eq!(not_after, UNIX_EPOCH + LATEST_NOT_AFTER);
+        assert!(matches!(
+            validity(now, days + 1),
+            Err(CertError::TooLong(11))
+        ));
+        let today = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
+        assert!(matches!(
+            validity(today, u32::MAX),
+            Err(CertError::TooLong(u32::MAX))
+        ));
+    }
+
+    #[test]
+    fn names_are_kubernetes_labels() {
+        let long = "a".repeat(64);
+        for (service, namespace, flag) in [
+            ("Bad_Name!", "graft", "service"),
+            ("1graft", "graft", "service"),
+            ("graft", "", "namespace"),
+            ("graft", "-graft", "namespace"),
+            ("graft", "graft-", "namespace"),
+            ("graft", long.as_str(), "namespace"),
+        ] {
+            match generate(&options(service, namespace)) {
+                Err(CertError::InvalidName(InvalidName { flag: named, .. })) => {
+                    assert_eq!(named, flag)
+                }
+                other => panic!("{service}.{namespace}: {other:?}"),
+            }
+        }
+        let longest = "a".repeat(63);
+        for (service, namespace) in [("a", "1"), ("a-1", "0-a"), (&*longest, &*longest)] {
+            generate(&options(service, namespace)).unwrap();
+        }
     }
 
     #[test]

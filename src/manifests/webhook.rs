@@ -16,6 +16,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
 use serde::Serialize;
 
 /// Name of the webhook for pods and every resource that is not a `*/status` subresource.
@@ -158,6 +160,70 @@ pub struct Rule {
     pub scope: &'static str,
 }
 
+/// Why a file cannot be the webhooks' `caBundle`.
+#[derive(Debug, thiserror::Error)]
+pub enum CaBundleError {
+    #[error(
+        "it holds a private key (a {label} PEM block), which must never go into a cluster object; \
+         pass the CA certificate (ca.crt), not a key"
+    )]
+    PrivateKey { label: String },
+    #[error("it holds no PEM CERTIFICATE block")]
+    NoCertificate,
+    #[error("it is not valid PEM: {0}")]
+    Pem(#[source] rustls::pki_types::pem::Error),
+    #[error("its certificate {index} is not an X.509 certificate: {reason}")]
+    NotX509 { index: usize, reason: String },
+}
+
+/// Checks that a file's contents can be a `caBundle`: PEM with at least one certificate
+/// and no private key.
+///
+/// The apiserver stores `caBundle` without looking at it, so a mistake shows only when it
+/// calls the webhook: a bundle without a usable certificate fails every call (under the
+/// `Ignore` policy, silently: no policy applies), and a private key is readable by anyone
+/// who may read webhook configurations.
+pub fn check_ca_bundle(pem: &[u8]) -> Result<(), CaBundleError> {
+    // Every BEGIN marker, not only those the PEM parser below knows: it skips blocks it
+    // has no type for, such as ENCRYPTED PRIVATE KEY and OPENSSH PRIVATE KEY.
+    const BEGIN: &[u8] = b"-----BEGIN ";
+    for at in memchr::memmem::find_iter(pem, BEGIN) {
+        let rest = &pem[at + BEGIN.len()..];
+        let end = memchr::memmem::find(rest, b"-----")
+            .into_iter()
+            .chain(memchr::memchr2(b'\n', b'\r', rest))
+            .min()
+            .unwrap_or(rest.len());
+        let label = String::from_utf8_lossy(&rest[..end]);
+        if label.contains("PRIVATE KEY") {
+            return Err(CaBundleError::PrivateKey {
+                label: label.into_owned(),
+            });
+        }
+    }
+    let certificates = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CaBundleError::Pem)?;
+    if certificates.is_empty() {
+        return Err(CaBundleError::NoCertificate);
+    }
+    for (index, der) in certificates.iter().enumerate() {
+        let not_x509 = |reason: String| CaBundleError::NotX509 {
+            index: index + 1,
+            reason,
+        };
+        match x509_parser::parse_x509_certificate(der) {
+            // Go, which reads the bundle in the apiserver, refuses trailing bytes too.
+            Ok((rest, _)) if !rest.is_empty() => {
+                return Err(not_x509("trailing bytes after the certificate".to_string()));
+            }
+            Ok(_) => {}
+            Err(error) => return Err(not_x509(error.to_string())),
+        }
+    }
+    Ok(())
+}
+
 /// Renders the configuration: one webhook per non-empty group of rules, rules merged and
 /// sorted so that the output only changes when what the policies match changes.
 pub fn render(rules: &[PolicyRule], options: &WebhookOptions) -> WebhookConfiguration {
@@ -290,6 +356,54 @@ fn merge_rules(rules: &[&PolicyRule]) -> Vec<Rule> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ca_bundle_holds_certificates_and_no_key() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["graft".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap()
+            .pem();
+        check_ca_bundle(cert.as_bytes()).unwrap();
+        check_ca_bundle(format!("comment\n{cert}\n{cert}").as_bytes()).unwrap();
+
+        let private =
+            |label: &str| format!("{cert}-----BEGIN {label}-----\nAAAA\n-----END {label}-----\n");
+        for label in ["PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY"] {
+            match check_ca_bundle(private(label).as_bytes()) {
+                Err(CaBundleError::PrivateKey { label: found }) => assert_eq!(found, label),
+                other => panic!("{label}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            check_ca_bundle(key.serialize_pem().as_bytes()),
+            Err(CaBundleError::PrivateKey { .. })
+        ));
+        for empty in [
+            "",
+            "not PEM\n",
+            "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
+        ] {
+            assert!(
+                matches!(
+                    check_ca_bundle(empty.as_bytes()),
+                    Err(CaBundleError::NoCertificate)
+                ),
+                "{empty:?}"
+            );
+        }
+        let garbage = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        assert!(matches!(
+            check_ca_bundle(format!("{cert}{garbage}").as_bytes()),
+            Err(CaBundleError::NotX509 { index: 2, .. })
+        ));
+        let unterminated = cert.replace("-----END CERTIFICATE-----", "");
+        assert!(matches!(
+            check_ca_bundle(unterminated.as_bytes()),
+            Err(CaBundleError::Pem(_))
+        ));
+    }
 
     fn rule(resource: &str, subresource: Option<&str>, ops: &[&str]) -> PolicyRule {
         PolicyRule {
