@@ -4,6 +4,7 @@
 //!
 //! `cargo bench --bench engine`; measurement times are short so the whole run takes a
 //! couple of minutes.
+#![forbid(unsafe_code)]
 
 use std::hint::black_box;
 use std::path::Path;

@@ -3,6 +3,7 @@
 //! with arc-swap, exactly as the reloader does off the request path.
 //!
 //! `cargo bench --bench reload` (kept short: small samples, short measurement times).
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! set holds the 4 policies matching the realistic pod, or with `multus` only the Multus one
 //! (the hand-written webhook's work), and generated policies that do not match it. Used by
 //! `bench/load.sh`.
+#![forbid(unsafe_code)]
 
 #[path = "../benches/support/policies.rs"]
 mod policies;

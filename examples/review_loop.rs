@@ -7,6 +7,7 @@
 //! review (`support/handwritten_review.rs`) instead: the baseline in instructions.
 //! `review_loop 100 2000 multus` has only the Multus policy of the set match the pod: the
 //! hand-written webhook's work.
+#![forbid(unsafe_code)]
 
 use std::hint::black_box;
 

@@ -5,6 +5,7 @@
 //!
 //! `transport_limit LISTEN_ADDR CA_FILE DURATION_SECONDS`: serves for at most
 //! DURATION_SECONDS (it stops by itself), writing its self-signed CA to CA_FILE.
+#![forbid(unsafe_code)]
 
 use bytes::Bytes;
 use http_body_util::BodyExt;

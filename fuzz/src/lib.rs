@@ -1,6 +1,7 @@
 //! Shared helpers for the fuzz targets: the example policies, the fixtures, and the
 //! invariants every answer must satisfy. A violated invariant panics, which libFuzzer
 //! reports as a crash with the input that caused it.
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

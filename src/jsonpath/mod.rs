@@ -108,11 +108,6 @@ impl JsonPath {
             })
     }
 
-    /// How many segments the path has (`$` has none).
-    pub fn segment_count(&self) -> usize {
-        self.query.segments.len()
-    }
-
     /// True when the path selects its root itself (`$`).
     pub fn is_root(&self) -> bool {
         self.query.segments.is_empty()
