@@ -1073,22 +1073,41 @@ impl Compiler<'_> {
         let mut valid = true;
         for (i, operation) in operations.iter().enumerate() {
             let at = format!("{field}[{i}]");
-            let tokens: Vec<String> = operation
-                .path
-                .split('/')
-                .skip(1)
-                .map(unescape_pointer)
-                .collect();
-            if tokens.first().map(String::as_str) == Some("metadata")
-                && tokens.len() == 2
-                && PROTECTED.contains(&tokens[1].as_str())
-            {
-                self.error(
-                    &format!("{at}.path"),
-                    &operation.path,
-                    format!("policies may not change metadata.{}", tokens[1]),
-                    None,
-                );
+            let pointer_tokens = |pointer: &str| -> Vec<String> {
+                pointer.split('/').skip(1).map(unescape_pointer).collect()
+            };
+            let tokens = pointer_tokens(&operation.path);
+            // Where the operation writes, and for a move where it removes from: either
+            // may be a protected field, or hold them all (the object, its metadata).
+            let mut changed = Vec::new();
+            if operation.op != "test" {
+                changed.push(("path", &operation.path, tokens.clone()));
+            }
+            if let (Some(from), "move") = (&operation.from, operation.op.as_str()) {
+                changed.push(("from", from, pointer_tokens(from)));
+            }
+            for (part, pointer, tokens) in changed {
+                let reason = match tokens.as_slice() {
+                    [] => "this operation replaces the whole object".to_string(),
+                    [metadata] if metadata == "metadata" => {
+                        "this operation replaces metadata whole".to_string()
+                    }
+                    [metadata, name]
+                        if metadata == "metadata" && PROTECTED.contains(&name.as_str()) =>
+                    {
+                        format!("policies may not change metadata.{name}")
+                    }
+                    _ => continue,
+                };
+                let reason = if reason.starts_with("policies") {
+                    reason
+                } else {
+                    format!(
+                        "policies may not change metadata.name, metadata.namespace or \
+                         metadata.uid, and {reason}"
+                    )
+                };
+                self.error(&format!("{at}.{part}"), pointer, reason, None);
                 valid = false;
             }
             let under_map = tokens.len() >= 3

@@ -178,7 +178,7 @@ pub struct FieldTest {
     /// holds for a field that is there and `null`).
     #[serde(
         default,
-        deserialize_with = "written",
+        deserialize_with = "present_value",
         skip_serializing_if = "Option::is_none"
     )]
     pub equals: Option<Value>,
@@ -193,12 +193,6 @@ pub struct FieldTest {
     /// A regular expression (Rust `regex` syntax, linear time) matched against string values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regex: Option<String>,
-}
-
-/// A field that is there, whatever its value, `null` included: serde reads a `null`
-/// into an `Option` as absent.
-fn written<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
