@@ -364,6 +364,30 @@ fn a_policy_whose_when_was_false_gets_another_look_after_a_later_change() {
     assert!(again.patch.0.is_empty(), "{:?}", again.patch);
 }
 
+/// The report says what each policy made of the object as it ends: a policy that found
+/// nothing to change, and no longer matches once a later policy changed the object, is
+/// not reported as having matched.
+#[test]
+fn a_policy_that_no_longer_matches_after_a_later_change_is_not_reported() {
+    let policies = policy_matching(
+        "a-web",
+        "",
+        "    labels: {app: web}\n",
+        "    - set: {path: \"$.metadata.labels.app\", value: web}\n",
+    ) + &policy(
+        "b-relabel",
+        "  order: 10\n",
+        "    - set: {path: \"$.metadata.labels.app\", value: api}\n",
+    );
+    let evaluation = evaluate(&policies, pod());
+    let reported: Vec<(&str, &str)> = evaluation
+        .policies
+        .iter()
+        .map(|report| (report.policy.as_str(), report.result.label()))
+        .collect();
+    assert_eq!(reported, [("b-relabel", "applied")]);
+}
+
 #[test]
 fn a_policy_kept_out_by_its_labels_matches_what_an_earlier_policy_wrote() {
     // `reads` requires a label the pod does not carry, so it starts out blocked without
