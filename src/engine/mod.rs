@@ -311,8 +311,11 @@ fn evaluate_observed<'t>(
                 PolicyRun::NotMatched(blocker) => {
                     standing.blocked = Some(blocker);
                     // What an earlier look found (changed nothing, or failed under
-                    // Ignore) is not what the policy makes of the object now.
-                    entries.retain(|entry| entry.candidate != i);
+                    // Ignore) is not what the policy makes of the object now. Only a
+                    // policy looked at before can have an entry.
+                    if since.is_some() {
+                        entries.retain(|entry| entry.candidate != i);
+                    }
                     continue;
                 }
                 PolicyRun::Matched(result) => result,
