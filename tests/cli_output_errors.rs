@@ -166,3 +166,19 @@ fn a_full_stdout_is_an_error() {
         assert_eq!(output.status.code(), Some(2), "graft {args:?}: {stderr}");
     }
 }
+
+/// A closed standard error is no panic either: lint's summary line goes there, and the
+/// run still ends with lint's own status.
+#[test]
+fn a_closed_stderr_keeps_the_runs_status() {
+    let broken = broken_policies();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = graft(&["lint", path(broken.path())])
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .output()
+        .unwrap();
+    assert!(!output.stdout.is_empty(), "lint printed its findings");
+    assert_eq!(output.status.code(), Some(1));
+}

@@ -46,10 +46,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             admission::resolve_namespace(&request, &input.set, input.namespaces.as_ref());
         let evaluation = engine::evaluate(&request, &namespace, &input.set);
         for warning in &evaluation.warnings {
-            eprintln!("warning: {warning}");
+            say!("warning: {warning}");
         }
         if let Outcome::Denied { message } = &evaluation.outcome {
-            eprintln!("denied: {message}");
+            say!("denied: {message}");
             denied = true;
             continue;
         }
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             None => {
                 // Printing `null` read as if the policies had emptied the object.
                 if !std::mem::replace(&mut noted_delete, true) {
-                    eprintln!(
+                    say!(
                         "note: graft does not mutate at {}: the request carries only the old object, printed unchanged",
                         request.operation
                     );

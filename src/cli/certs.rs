@@ -79,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     write(&args.out.join(SECRET), &secret, force, true)?;
     write(&args.out.join(PATCH), &patch, force, false)?;
 
-    eprintln!(
+    say!(
         "wrote {CA}, {CERT}, {KEY}, {SECRET}, {PATCH} to {} (DNS names: {}; valid {} days)",
         args.out.display(),
         certs::dns_names(&options.service, &options.namespace).join(", "),

@@ -32,13 +32,13 @@ pub fn load_policies(paths: &[std::path::PathBuf]) -> anyhow::Result<crate::poli
     match crate::policy::load(paths) {
         Ok(loaded) => {
             for warning in &loaded.warnings {
-                eprintln!("{warning}");
+                say!("{warning}");
             }
             Ok(loaded.set)
         }
         Err(findings) => {
             for finding in &findings.0 {
-                eprintln!("{finding}");
+                say!("{finding}");
             }
             anyhow::bail!(
                 "the policy set has {} problem(s); run graft lint",

@@ -72,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// `graft serve --lint`.
 pub fn lint_paths(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     if let Some(missing) = paths.iter().find(|p| !p.exists()) {
-        eprintln!("error: {}: no such file or directory", missing.display());
+        say!("error: {}: no such file or directory", missing.display());
         return Ok(ExitCode::from(super::EXIT_USAGE));
     }
     let report = lint(paths);
@@ -213,9 +213,9 @@ fn print_text(report: &Report) -> Result<(), super::stdout::StdoutError> {
     let warnings = counted(warnings, "warning", "warnings");
     match report.policies {
         Some(policies) if errors == 0 => {
-            eprintln!("{} OK, {warnings}", counted(policies, "policy", "policies"));
+            say!("{} OK, {warnings}", counted(policies, "policy", "policies"));
         }
-        _ => eprintln!("{}, {warnings}", counted(errors, "error", "errors")),
+        _ => say!("{}, {warnings}", counted(errors, "error", "errors")),
     }
     Ok(())
 }

@@ -1,5 +1,15 @@
 //! The `graft` command line: one file per subcommand, each with its own `Args` and `run`.
 
+/// A line to standard error, as `eprintln!` writes it, without `eprintln!`'s panic when
+/// standard error is gone (`graft apply … 2>&1 | head -1`): there is nowhere left to say
+/// anything, and the run's status still says how it went.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod apply;
 pub mod certs;
 pub mod completions;
@@ -88,7 +98,7 @@ pub fn main() -> ExitCode {
         // findings, a failed test) must not read as success under `set -o pipefail`.
         Err(error) if stdout::is_broken_pipe(&error) => ExitCode::from(EXIT_BROKEN_PIPE),
         Err(error) => {
-            eprintln!("error: {}", describe(&error));
+            say!("error: {}", describe(&error));
             ExitCode::from(EXIT_USAGE)
         }
     }

@@ -114,7 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(StartError::Policies(findings)) => {
             for finding in &findings.0 {
-                eprintln!("{finding}");
+                say!("{finding}");
             }
             tracing::error!(
                 problems = findings.0.len(),
