@@ -390,27 +390,20 @@ fn excluded_condition(policy: &CompiledPolicy, facts: &RequestFacts<'_>) -> Stri
 
 /// The first requirement of a label selector that `get` does not meet, worded as
 /// `KEY: want ..., got ...`.
+/// The first requirement that does not hold, worded: what it wants and what is there.
 fn first_unmet<'m>(
     requirements: &[Requirement],
     get: impl Fn(&str) -> Option<&'m str>,
 ) -> Option<String> {
-    requirements.iter().find_map(|requirement| {
-        let (key, want, holds) = match requirement {
-            Requirement::In(key, values) => (
-                key,
-                either(values),
-                get(key).is_some_and(|v| values.iter().any(|x| x == v)),
-            ),
-            Requirement::NotIn(key, values) => (
-                key,
-                format!("anything but {}", either(values)),
-                get(key).is_none_or(|v| values.iter().all(|x| x != v)),
-            ),
-            Requirement::Exists(key) => (key, "it set".to_string(), get(key).is_some()),
-            Requirement::DoesNotExist(key) => (key, "it unset".to_string(), get(key).is_none()),
-        };
-        (!holds).then(|| format!("{key}: want {want}, got {}", got(get(key))))
-    })
+    let requirement = super::matching::first_unmet(requirements, &get)?;
+    let want = match requirement {
+        Requirement::In(_, values) => either(values),
+        Requirement::NotIn(_, values) => format!("anything but {}", either(values)),
+        Requirement::Exists(_) => "it set".to_string(),
+        Requirement::DoesNotExist(_) => "it unset".to_string(),
+    };
+    let key = requirement.key();
+    Some(format!("{key}: want {want}, got {}", got(get(key))))
 }
 
 fn field_condition(test: &FieldTest, object: &Tree<'_>) -> String {

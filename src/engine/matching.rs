@@ -347,12 +347,17 @@ pub fn requirements_hold<'m>(
     requirements: &[Requirement],
     get: impl Fn(&str) -> Option<&'m str>,
 ) -> bool {
-    requirements.iter().all(|requirement| match requirement {
-        Requirement::In(key, values) => get(key).is_some_and(|v| values.iter().any(|x| x == v)),
-        Requirement::NotIn(key, values) => get(key).is_none_or(|v| values.iter().all(|x| x != v)),
-        Requirement::Exists(key) => get(key).is_some(),
-        Requirement::DoesNotExist(key) => get(key).is_none(),
-    })
+    first_unmet(requirements, get).is_none()
+}
+
+/// The first of `requirements` that does not hold over the map read through `get`.
+pub fn first_unmet<'r, 'm>(
+    requirements: &'r [Requirement],
+    get: impl Fn(&str) -> Option<&'m str>,
+) -> Option<&'r Requirement> {
+    requirements
+        .iter()
+        .find(|requirement| !requirement.holds(get(requirement.key())))
 }
 
 fn field_matches(test: &FieldTest, object: &Tree<'_>) -> Result<bool, PathError> {
