@@ -11,11 +11,16 @@
 //! hand. A Pod policy with `podControllers` runs on a controller's pod template as on
 //! a Pod (`pod_template`).
 
+mod apply;
+mod bindings;
 pub mod edit;
 pub mod explain;
 pub mod matching;
+mod plan;
 mod pod_template;
 mod run;
+mod schedule;
+mod versions;
 
 use std::collections::BTreeMap;
 
@@ -27,8 +32,11 @@ use crate::policy::compiled::Operation;
 use crate::policy::{CompiledPolicy, PolicySet};
 use crate::tree::{self, Tree};
 
+use bindings::SharedBindings;
 use matching::{Blocker, RequestFacts};
-use run::{EditedObject, PolicyRun, SharedBindings, Subject, run_policy};
+use run::{PolicyRun, run_policy};
+use schedule::{Look, Schedule};
+use versions::{EditedObject, Subject};
 
 /// Most passes over the candidates; later passes only look at policies that have not
 /// matched yet and have not seen the latest change.
@@ -225,146 +233,101 @@ fn evaluate_observed<'t>(
     let mut edited = EditedObject::new(subject);
     let mut audited = BTreeMap::new();
 
-    // A policy that did not match may match what a later policy wrote, one that matched
-    // and changed nothing may change it, and one that failed under `Ignore` (leaving no
-    // trace) may succeed on it. Like the apiserver's reinvocation, such policies get
-    // another look, so one review reaches the state a second review would: `version`
-    // counts changes, a candidate's `seen` is the version it last looked at, and a policy
-    // that applied (or was audited) is done. A policy kept
-    // out by a condition whose inputs nothing wrote (its `blocked`) stays out.
-    //
-    // A policy whose label selector the object fails at the start is blocked up front,
-    // as its first look would leave it (`LabelCheck`), and looked at only if
-    // the labels change; a `podControllers` policy reads the template's labels instead.
     let mut version = edited.version();
     let controller = pod_controllers::controller(facts.group, facts.resource, facts.subresource);
     let on_template = |policy: &CompiledPolicy| policy.pod_controllers && controller.is_some();
-    let mut gate = matching::LabelCheck::new(edited.subject.view());
-    // Sized once: a large set has hundreds of candidates for a pod.
-    let mut standings: Vec<Standing<'_>> =
-        Vec::with_capacity(listed.size_hint().1.unwrap_or_default());
-    standings.extend(listed.map(|policy| {
-        let blocked = if on_template(policy) {
-            None
-        } else {
-            gate.blocks(policy)
-        };
-        Standing {
-            policy,
-            seen: blocked.map(|_| version),
-            blocked,
-            done: false,
-        }
-    }));
-    for standing in standings
-        .iter()
-        .filter(|standing| standing.blocked.is_some())
-    {
-        observer.blocked_up_front(standing.policy, &facts, edited.subject.view());
+    let mut schedule = Schedule::new(
+        listed,
+        matching::LabelCheck::new(edited.subject.view()),
+        |policy| !on_template(policy),
+        version,
+    );
+    for policy in schedule.blocked_up_front() {
+        observer.blocked_up_front(policy, &facts, edited.subject.view());
     }
-    // While the labels are as the request has them, a policy blocked up front stays
-    // blocked: a pass walks the others only (`Walk`), which with hundreds of policies
-    // for other applications is a fraction of the candidates.
-    let mut walk = Walk::new(&standings);
-    let mut selector_changes = SelectorChanges::default();
     // One entry per policy that matched, in the order of their latest results: a retried
     // policy's later result replaces its earlier one.
     let mut entries: Vec<Entry> = Vec::new();
-    for _pass in 0..MAX_PASSES {
-        let mut looked = false;
-        walk.restart();
-        while let Some(i) = walk.next(standings.len()) {
-            let Some(standing) = standings.get_mut(i) else {
-                break;
-            };
-            let policy = standing.policy;
-            if standing.done || standing.seen == Some(version) {
+    while let Some(look) = schedule.next(version, &edited) {
+        let Look {
+            candidate: i,
+            policy,
+            since,
+        } = look;
+        observer.before(policy, edited.subject.view());
+        let outcome = match controller.filter(|_| policy.pod_controllers) {
+            Some(controller) => pod_template::run_on_template(
+                policy,
+                controller,
+                &facts,
+                request,
+                &shared,
+                &mut edited,
+            ),
+            None => run_policy(policy, &facts, request, &shared, &mut edited),
+        };
+        observer.after(policy, &facts, &outcome, edited.subject.view());
+        let result = match outcome {
+            PolicyRun::NotForRequest => {
+                schedule.not_for_request(i);
                 continue;
             }
-            let since = standing.seen.replace(version);
-            if let Some(blocker) = standing.blocked
-                && let Some(since) = since
-                && !selector_changes.may_have_changed(blocker, (since, version), &edited)
-            {
+            PolicyRun::NotMatched(blocker) => {
+                schedule.not_matched(i, blocker);
+                // What an earlier look found (changed nothing, or failed under
+                // Ignore) is not what the policy makes of the object now. Only a
+                // policy looked at before can have an entry.
+                if since.is_some() {
+                    entries.retain(|entry| entry.candidate != i);
+                }
                 continue;
             }
-            looked = true;
-            observer.before(policy, edited.subject.view());
-            let outcome = match controller.filter(|_| policy.pod_controllers) {
-                Some(controller) => pod_template::run_on_template(
-                    policy,
-                    controller,
-                    &facts,
-                    request,
-                    &shared,
-                    &mut edited,
-                ),
-                None => run_policy(policy, &facts, request, &shared, &mut edited),
-            };
-            observer.after(policy, &facts, &outcome, edited.subject.view());
-            standing.blocked = None;
-            let result = match outcome {
-                PolicyRun::NotForRequest => {
-                    standing.done = true;
-                    continue;
+            PolicyRun::Matched(result) => result,
+        };
+        let warning = match &result {
+            PolicyResult::Applied => {
+                edited.keep_version();
+                version = edited.version();
+                if Blocker::Labels.may_have_changed(edited.at(0), edited.subject.view()) {
+                    schedule.labels_changed(i);
                 }
-                PolicyRun::NotMatched(blocker) => {
-                    standing.blocked = Some(blocker);
-                    // What an earlier look found (changed nothing, or failed under
-                    // Ignore) is not what the policy makes of the object now. Only a
-                    // policy looked at before can have an entry.
-                    if since.is_some() {
-                        entries.retain(|entry| entry.candidate != i);
-                    }
-                    continue;
-                }
-                PolicyRun::Matched(result) => result,
-            };
-            let warning = match &result {
-                PolicyResult::Applied => {
-                    edited.keep_version();
-                    version = edited.version();
-                    if Blocker::Labels.may_have_changed(edited.at(0), edited.subject.view()) {
-                        walk.everything_after(i);
-                    }
-                    None
-                }
-                PolicyResult::Unchanged => None,
-                PolicyResult::Audited { patch } => {
-                    audited.insert(policy.name.clone(), patch.clone());
-                    Some(format!(
-                        "graft: audit: policy {} would apply {} patch operation(s)",
-                        policy.name,
-                        patch.0.len()
-                    ))
-                }
-                PolicyResult::Ignored(failure) => {
-                    Some(format!("graft: policy {} skipped: {failure}", policy.name))
-                }
-                PolicyResult::Failed(failure) => {
-                    evaluation.outcome = Outcome::Denied {
-                        message: format!("graft: policy {}: {failure}", policy.name),
-                    };
-                    record(&mut entries, i, result, None);
-                    report(&mut evaluation, &standings, entries);
-                    // Denied: nothing of what the policies did stays.
-                    edited.rollback_all();
-                    drop(edited);
-                    evaluation.object = object;
-                    return evaluation;
-                }
-            };
-            // A policy that matched and changed nothing (a `when` that was false, a
-            // template that gave what is there) reads the object like one that did not
-            // match: a later change gets it another look.
-            standing.done = matches!(result, PolicyResult::Applied | PolicyResult::Audited { .. });
-            record(&mut entries, i, result, warning);
-        }
-        if !looked {
-            break;
-        }
+                None
+            }
+            PolicyResult::Unchanged => None,
+            PolicyResult::Audited { patch } => {
+                audited.insert(policy.name.clone(), patch.clone());
+                Some(format!(
+                    "graft: audit: policy {} would apply {} patch operation(s)",
+                    policy.name,
+                    patch.0.len()
+                ))
+            }
+            PolicyResult::Ignored(failure) => {
+                Some(format!("graft: policy {} skipped: {failure}", policy.name))
+            }
+            PolicyResult::Failed(failure) => {
+                evaluation.outcome = Outcome::Denied {
+                    message: format!("graft: policy {}: {failure}", policy.name),
+                };
+                record(&mut entries, i, result, None);
+                report(&mut evaluation, &schedule, entries);
+                // Denied: nothing of what the policies did stays.
+                edited.rollback_all();
+                drop(edited);
+                evaluation.object = object;
+                return evaluation;
+            }
+        };
+        // A policy that matched and changed nothing (a `when` that was false, a
+        // template that gave what is there) reads the object like one that did not
+        // match: a later change gets it another look.
+        schedule.matched(
+            i,
+            matches!(result, PolicyResult::Applied | PolicyResult::Audited { .. }),
+        );
+        record(&mut entries, i, result, warning);
     }
-    report(&mut evaluation, &standings, entries);
+    report(&mut evaluation, &schedule, entries);
 
     let applied: Vec<&str> = evaluation.applied().collect();
     if !applied.is_empty() {
@@ -384,114 +347,6 @@ fn evaluate_observed<'t>(
     drop(edited);
     evaluation.object = object;
     evaluation
-}
-
-/// The order a pass walks the candidates in: every candidate, or, while the labels are
-/// as the request has them, those not blocked up front by the label gate (which would
-/// only be found still blocked). Once the labels change, every candidate from then on.
-struct Walk {
-    /// The candidates not blocked up front, in order; `None` once every one is walked.
-    unblocked: Option<Vec<usize>>,
-    /// Where the walk is: an index into `unblocked`, or a candidate once every one is.
-    at: usize,
-}
-
-impl Walk {
-    fn new(standings: &[Standing<'_>]) -> Walk {
-        let unblocked = standings
-            .iter()
-            .enumerate()
-            .filter(|(_, standing)| standing.blocked.is_none())
-            .map(|(i, _)| i)
-            .collect();
-        Walk {
-            unblocked: Some(unblocked),
-            at: 0,
-        }
-    }
-
-    fn restart(&mut self) {
-        self.at = 0;
-    }
-
-    /// The next candidate to walk, of `count`.
-    fn next(&mut self, count: usize) -> Option<usize> {
-        let next = match &self.unblocked {
-            Some(unblocked) => *unblocked.get(self.at)?,
-            None => self.at,
-        };
-        self.at += 1;
-        (next < count).then_some(next)
-    }
-
-    /// From candidate `i` on, every candidate is walked, in this pass and the next.
-    fn everything_after(&mut self, i: usize) {
-        if self.unblocked.take().is_some() {
-            self.at = i + 1;
-        }
-    }
-}
-
-/// Where the evaluation stands with one candidate policy.
-#[derive(Clone, Copy)]
-struct Standing<'c> {
-    policy: &'c CompiledPolicy,
-    /// The version of the object it was last looked at (or found still blocked) at: what
-    /// kept it out is compared between that version and the object now.
-    seen: Option<usize>,
-    /// What kept it out then: it stays out while nothing that condition reads changes.
-    blocked: Option<Blocker<'c>>,
-    /// Applied or audited, or not for the request: never looked at again.
-    done: bool,
-}
-
-/// Whether the labels or the annotations changed between a version and the object now,
-/// asked once per version instead of once per blocked policy: with hundreds of
-/// candidates, most are blocked by a selector, and most since the same version.
-#[derive(Default)]
-struct SelectorChanges {
-    /// The version the object is at now.
-    now: usize,
-    /// Per version since: whether the labels, and the annotations, changed.
-    since: Vec<[Option<bool>; 2]>,
-}
-
-impl SelectorChanges {
-    /// Whether what `blocker` reads changed between the object's `versions` (since, now:
-    /// the object as it is).
-    #[inline]
-    fn may_have_changed(
-        &mut self,
-        blocker: Blocker<'_>,
-        (since, now): (usize, usize),
-        edited: &EditedObject<'_, '_>,
-    ) -> bool {
-        let changed = || blocker.may_have_changed(edited.at(since), edited.subject.view());
-        let kind = match blocker {
-            Blocker::Labels => 0,
-            Blocker::Annotations => 1,
-            Blocker::Name
-            | Blocker::Field(_)
-            | Blocker::MatchCel
-            | Blocker::Excluded
-            | Blocker::Template => return changed(),
-        };
-        if self.now != now {
-            self.now = now;
-            self.since.clear();
-        }
-        if self.since.len() <= since {
-            self.since.resize(since + 1, [None; 2]);
-        }
-        let Some(slot) = self
-            .since
-            .get_mut(since)
-            .and_then(|kinds| kinds.get_mut(kind))
-        else {
-            return changed();
-        };
-        *slot.get_or_insert_with(changed)
-    }
 }
 
 /// What one matched policy did, and the warning it adds to the response.
@@ -518,13 +373,16 @@ fn record(
     entries.push(entry);
 }
 
-fn report(evaluation: &mut Evaluation<'_>, candidates: &[Standing<'_>], entries: Vec<Entry>) {
+fn report(evaluation: &mut Evaluation<'_>, schedule: &Schedule<'_>, entries: Vec<Entry>) {
     for entry in entries {
         if let Some(warning) = entry.warning {
             evaluation.warnings.push(truncate(warning));
         }
+        let Some(policy) = schedule.policy(entry.candidate) else {
+            continue;
+        };
         evaluation.policies.push(PolicyReport {
-            policy: candidates[entry.candidate].policy.name.clone(),
+            policy: policy.name.clone(),
             result: entry.result,
         });
     }

@@ -11,8 +11,10 @@
 use serde_json::Value;
 
 use super::PolicyResult;
+use super::bindings::SharedBindings;
 use super::matching::{Blocker, RequestFacts};
-use super::run::{EditedObject, PolicyRun, SharedBindings, Subject, run_policy};
+use super::run::{PolicyRun, run_policy};
+use super::versions::{EditedObject, Subject};
 use crate::jsonpath::{self, Token};
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::k8s::pod_controllers::PodController;

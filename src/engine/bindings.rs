@@ -1,0 +1,154 @@
+//! The JSON bindings a review's CEL expressions share: `request` with the fields the
+//! candidates read, and `namespaceObject`, each built on first use.
+
+use std::cell::OnceCell;
+
+use serde_json::{Map, Value, json};
+
+use super::matching::RequestFacts;
+use crate::expr::{RequestFields, request_fields};
+use crate::k8s::admission_request::AdmissionRequest;
+use crate::tree::Tree;
+
+/// The `request` variable CEL expressions see, with the fields in `fields`: those the
+/// review's candidate policies can read (`expr::request_fields`).
+pub fn request_binding(request: &AdmissionRequest<'_>, fields: RequestFields) -> Value {
+    let mut binding = Map::new();
+    for field in request_fields::FIELDS {
+        if fields.includes(field) {
+            binding.insert(field.to_string(), request_field(request, field));
+        }
+    }
+    Value::Object(binding)
+}
+
+/// One field of the `request` binding.
+fn request_field(request: &AdmissionRequest<'_>, field: &str) -> Value {
+    let text = |value: &Option<String>| Value::String(value.clone().unwrap_or_default());
+    match field {
+        "uid" => Value::String(request.uid.clone()),
+        "kind" => json!(request.kind),
+        "resource" => json!(request.resource),
+        "subResource" => text(&request.sub_resource),
+        "name" => text(&request.name),
+        "namespace" => text(&request.namespace),
+        "operation" => Value::String(request.operation.clone()),
+        "userInfo" => request.user_info.clone(),
+        "dryRun" => Value::Bool(request.dry_run.unwrap_or(false)),
+        // `request_fields::FIELDS` names no other field.
+        _ => Value::Null,
+    }
+}
+
+/// The bindings one review shares between its policies, each built on first use: most
+/// policies use no CEL, and then no review pays for them.
+pub struct SharedBindings {
+    /// The fields of `request` the review's candidates can read.
+    request_fields: RequestFields,
+    request: OnceCell<Tree<'static>>,
+    /// `None` for a cluster-scoped request (CEL `null`).
+    namespace_object: OnceCell<Option<Tree<'static>>>,
+}
+
+impl SharedBindings {
+    /// Bindings whose `request` holds `request_fields`.
+    pub fn new(request_fields: RequestFields) -> SharedBindings {
+        SharedBindings {
+            request_fields,
+            request: OnceCell::new(),
+            namespace_object: OnceCell::new(),
+        }
+    }
+
+    pub(super) fn request(&self, request: &AdmissionRequest<'_>) -> &Tree<'static> {
+        self.request
+            .get_or_init(|| Tree::from(request_binding(request, self.request_fields)))
+    }
+
+    /// `namespaceObject`, or why the namespace's data is missing.
+    pub(super) fn namespace_object(
+        &self,
+        facts: &RequestFacts<'_>,
+    ) -> Result<Option<&Tree<'static>>, String> {
+        if let Some(built) = self.namespace_object.get() {
+            return Ok(built.as_ref());
+        }
+        let built = if facts.namespace.is_empty() {
+            None
+        } else {
+            Some(Tree::from(
+                facts.namespace_data.known(facts.namespace)?.to_object(),
+            ))
+        };
+        Ok(self.namespace_object.get_or_init(|| built).as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn request() -> AdmissionRequest<'static> {
+        let text = json!({
+            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+            "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+            "subResource": "scale",
+            "name": "web",
+            "namespace": "team-a",
+            "operation": "UPDATE",
+            "userInfo": {"username": "admin", "uid": "0", "groups": ["system:masters"],
+                         "extra": {"scopes": ["a", "b"]}},
+            "dryRun": true
+        })
+        .to_string();
+        serde_json::from_str::<AdmissionRequest<'_>>(&text)
+            .unwrap()
+            .into_owned()
+    }
+
+    /// Every field, in order, as serde writes the request.
+    #[test]
+    fn the_whole_request_binding_is_the_request_as_serde_writes_it() {
+        let bare = AdmissionRequest {
+            uid: "u".to_string(),
+            ..AdmissionRequest::default()
+        };
+        for request in [request(), bare] {
+            let serde = json!({
+                "uid": request.uid,
+                "kind": request.kind,
+                "resource": request.resource,
+                "subResource": request.sub_resource.clone().unwrap_or_default(),
+                "name": request.name.clone().unwrap_or_default(),
+                "namespace": request.namespace.clone().unwrap_or_default(),
+                "operation": request.operation,
+                "userInfo": request.user_info,
+                "dryRun": request.dry_run.unwrap_or(false),
+            });
+            let binding = request_binding(&request, RequestFields::ALL);
+            assert_eq!(binding.to_string(), serde.to_string());
+        }
+    }
+
+    /// Only the fields the candidates read, with the values the whole binding has.
+    #[test]
+    fn a_request_binding_holds_the_fields_read() {
+        let request = request();
+        let whole = request_binding(&request, RequestFields::ALL);
+        let program = cel::Env::stdlib()
+            .compile("request.namespace == '' || request.userInfo.username == ''")
+            .unwrap();
+        let fields = crate::expr::request_fields::analyse(program.expression());
+        assert_eq!(
+            request_binding(&request, fields),
+            json!({"namespace": whole["namespace"], "userInfo": whole["userInfo"]})
+        );
+        assert_eq!(
+            request_binding(&request, RequestFields::default()),
+            json!({})
+        );
+    }
+}
