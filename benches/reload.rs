@@ -136,7 +136,7 @@ fn load_and_swap(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::from_parameter(count), &paths, |b, paths| {
             b.iter(|| {
                 let loaded = graft::policy::load(paths).expect("valid");
-                state.install_policies(loaded.set);
+                state.activate(loaded.set);
             });
         });
     }

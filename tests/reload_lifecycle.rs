@@ -64,7 +64,7 @@ async fn an_empty_set_is_a_valid_update() -> Result {
         dir.write(&[])?;
         harness.wait_reload(|status| status.successes >= 1).await?;
         load.wait_version(None).await?;
-        assert_eq!(harness.server.running.state.policies.load().len(), 0);
+        assert_eq!(harness.server.running.state.policies().len(), 0);
         assert!(harness.metrics().await?.contains("graft_policies_loaded 0"));
         assert_eq!(harness.ready().await?, 200);
 

@@ -203,16 +203,16 @@ async fn probes_and_metrics() -> Result {
         ));
         assert_eq!(get(metrics_addr, "/healthz").await?.0, 200);
         assert_eq!(get(metrics_addr, "/readyz").await?.0, 503);
-        state.install_policies(graft::policy::PolicySet::empty());
+        state.activate(graft::policy::PolicySet::empty());
         assert_eq!(
             get(metrics_addr, "/readyz").await?.0,
             503,
             "TLS not ready yet"
         );
-        state
-            .readiness
-            .tls
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let certificate = graft::server::tls::self_signed()?;
+        state.tls_ready(Arc::new(graft::server::tls::CertResolver::new(
+            certificate.key,
+        )));
         assert_eq!(get(metrics_addr, "/readyz").await?.0, 200);
         assert_eq!(get(metrics_addr, "/nope").await?.0, 404);
         let _ = stop.send(true);

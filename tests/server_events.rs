@@ -135,7 +135,7 @@ async fn without_events_the_counters_exist_at_zero() -> Result {
     )
     .await?;
     assert_eq!(status, 200);
-    assert!(server.running.state.events.get().is_none());
+    assert!(server.running.state.events().is_none());
     for result in ["sent", "aggregated", "dropped", "failed"] {
         assert_eq!(events_total(&server, result).await?, 0.0, "{result}");
     }

@@ -257,17 +257,17 @@ async fn a_reload_that_needs_namespaces_outside_a_cluster_serves_with_the_hint()
         copy("tests/fixtures/policies", "label-namespace.yaml")?;
         let server = start(config(policies.path(), &secret)).await?;
         let state = server.running.state.clone();
-        let mut reloads = state.policy_reloads.subscribe();
-        let first = state.policies.load().revision().to_string();
+        let mut reloads = state.policy_reloads();
+        let first = state.policies().revision().to_string();
 
         copy(
             "tests/fixtures/namespace-policies",
             "namespace-sidecar.yaml",
         )?;
         reloads.wait_for(|status| status.revision != first).await?;
-        assert_eq!(state.policies.load().len(), 2);
+        assert_eq!(state.policies().len(), 2);
         assert_eq!(reloads.borrow().failures, 0);
-        assert!(state.namespace_cache.load().is_none());
+        assert!(!state.cluster_data().is_watching());
         assert_eq!(get(server.running.metrics_addr, "/readyz").await?.0, 200);
         let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
         let mut h1 = http1(connect(server.running.addr, client).await?).await?;

@@ -75,7 +75,7 @@ async fn kubelet_style_rotation_under_load_fails_no_request() -> Result {
         let server = start(config(policies.path(), &secret)).await?;
         let addr = server.running.addr;
         let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
-        let mut reloads = server.running.state.tls_reloads.subscribe();
+        let mut reloads = server.running.state.tls_reloads();
 
         let before = connect(addr, client.clone()).await?;
         assert_eq!(peer_cert(&before), Some(first.cert_der()?));
@@ -134,7 +134,7 @@ async fn a_mismatched_pair_keeps_the_old_certificate() -> Result {
         let server = start(config(policies.path(), &secret)).await?;
         let addr = server.running.addr;
         let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
-        let mut reloads = server.running.state.tls_reloads.subscribe();
+        let mut reloads = server.running.state.tls_reloads();
 
         // The new certificate with the old key: the key does not match.
         let mismatched = Pair {
@@ -188,7 +188,7 @@ async fn poll_mode_also_sees_the_swap() -> Result {
         config.watch.mode = graft::watch::WatchMode::Poll;
         config.watch.poll_interval = std::time::Duration::from_millis(100);
         let server = start(config).await?;
-        let mut reloads = server.running.state.tls_reloads.subscribe();
+        let mut reloads = server.running.state.tls_reloads();
         secret.rotate(&second)?;
         reloads.wait_for(|status| status.successes >= 1).await?;
         let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;

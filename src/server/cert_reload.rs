@@ -28,24 +28,21 @@ pub struct CertReloader {
 }
 
 impl CertReloader {
-    /// Watches the directories of both files until `shutdown` flips to true.
-    pub fn spawn(
-        self,
-        config: &WatchConfig,
-        shutdown: watch::Receiver<bool>,
-    ) -> Result<JoinHandle<()>, WatchError> {
-        let mut dirs = vec![parent(&self.cert), parent(&self.key)];
+    /// The directories of both files. Made before the first load of the pair, so that a
+    /// rotation between that load and the first reload is not missed.
+    pub fn watcher(cert: &Path, key: &Path, config: &WatchConfig) -> Result<Watcher, WatchError> {
+        let mut dirs = vec![parent(cert), parent(key)];
         dirs.dedup();
-        let watcher = Watcher::new(&dirs, config)?;
+        Watcher::new(&dirs, config)
+    }
+
+    /// Reloads after every change `watcher` reports until `shutdown` flips to true.
+    pub fn spawn(self, watcher: Watcher, shutdown: watch::Receiver<bool>) -> JoinHandle<()> {
         let reloader = Arc::new(self);
-        Ok(crate::watch::run_until_shutdown(
-            watcher,
-            shutdown,
-            move || {
-                let reloader = reloader.clone();
-                async move { reloader.reload() }
-            },
-        ))
+        crate::watch::run_until_shutdown(watcher, shutdown, move || {
+            let reloader = reloader.clone();
+            async move { reloader.reload() }
+        })
     }
 
     /// Re-reads the pair; installs it if it differs from the current one and is valid.

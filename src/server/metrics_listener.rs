@@ -62,7 +62,7 @@ fn respond(request: &Request<Incoming>, state: &State) -> Response<Full<Bytes>> 
         "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
         "/metrics" => {
             let mut response = text(StatusCode::OK, "");
-            *response.body_mut() = Full::new(Bytes::from(state.metrics.encode()));
+            *response.body_mut() = Full::new(Bytes::from(state.metrics().encode()));
             response.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(metrics::CONTENT_TYPE),

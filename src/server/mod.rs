@@ -9,7 +9,8 @@
 //! - [`cert_reload`]: reloading the certificate when its directory changes.
 //! - [`policy_reload`]: reloading the policy set when its directory changes.
 //! - [`namespace_cache`]: Namespace metadata from list + watch, for namespace-aware policies.
-//! - [`namespace_supply`]: running that cache only while the policy set needs it.
+//! - [`namespace_supply`]: running that cache only while the policy set needs it;
+//!   [`cluster_data`]: the one slot reviews read cluster data from.
 //! - [`kube_api`]: the Kubernetes API client (in-cluster, or `--kubeconfig`).
 //! - [`events`]: Kubernetes Events about reviews (`--events`), recorded off the request path.
 //! - [`routes`]: `POST /mutate`; [`deadline`]: its time budget; [`labels`]: its metric labels;
@@ -20,6 +21,7 @@
 //! - [`shutdown`]: SIGTERM and SIGINT.
 
 pub mod cert_reload;
+pub mod cluster_data;
 pub mod config;
 pub mod deadline;
 pub mod evaluation_pool;
@@ -39,7 +41,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use hyper::service::service_fn;
@@ -126,47 +127,42 @@ pub async fn start(
     // An invalid policy set at startup is fatal: serving without the policies would
     // silently admit objects unmutated, and a bad rollout should stall instead.
     let loaded = policy::load(&config.policies).map_err(StartError::Policies)?;
-    for warning in &loaded.warnings {
-        tracing::warn!(finding = %warning, "policy warning");
-    }
-    if loaded.set.is_empty() {
-        tracing::warn!("the policy set is empty: graft changes nothing");
-    }
-    let namespaces = NamespaceSupply::new(&config.namespaces, state.clone(), stopped.clone())?;
-    // Without a way to reach the API a namespace-aware set cannot be served correctly,
-    // so that is as fatal as an invalid set. The first list is not awaited: /readyz
-    // reports it.
-    namespaces.prepare(&loaded.set, Duration::ZERO).await?;
-    state.install_policies(loaded.set);
+    let reloader = PolicyReloader {
+        paths: config.policies.clone(),
+        state: state.clone(),
+        // Without a way to reach the API a namespace-aware set cannot be served
+        // correctly, so that is as fatal as an invalid set. The first list is not
+        // awaited: /readyz reports it.
+        namespaces: NamespaceSupply::new(&config.namespaces, state.clone(), stopped.clone())?,
+    };
+    reloader.install(loaded, Duration::ZERO).await?;
     // Asked for and impossible is fatal, as for namespace data; without --events no
     // client is made at all.
     if let Some(events) = &config.events {
         let client =
             kube_api::client(events.kubeconfig.as_deref(), kube_api::Purpose::Events).await?;
-        let sink = events::EventSink::start(client, events, state.metrics.clone(), stopped.clone());
-        let _ = state.events.set(sink);
+        let sink =
+            events::EventSink::start(client, events, state.metrics().clone(), stopped.clone());
+        state.set_events(sink);
     }
-    PolicyReloader {
-        paths: config.policies.clone(),
-        state: state.clone(),
-        namespaces,
-    }
-    .spawn(policy_watcher, stopped.clone());
+    reloader.spawn(policy_watcher, stopped.clone());
 
     let listener = bind(config.listen).await?;
     let addr = local_addr(&listener, config.listen)?;
 
     let (resolver, ca_file) = match &config.cert {
         CertSource::Files { cert, key } => {
+            // As for the policies: watching starts before the first load.
+            let watcher = cert_reload::CertReloader::watcher(cert, key, &config.watch)?;
             let resolver = Arc::new(tls::CertResolver::new(tls::load_pair(cert, key)?));
             cert_reload::CertReloader {
                 cert: cert.clone(),
                 key: key.clone(),
                 resolver: resolver.clone(),
-                metrics: state.metrics.clone(),
-                status: state.tls_reloads.clone(),
+                metrics: state.metrics().clone(),
+                status: state.tls_reload_status(),
             }
-            .spawn(&config.watch, stopped.clone())?;
+            .spawn(watcher, stopped.clone());
             (resolver, None)
         }
         CertSource::SelfSigned => {
@@ -183,11 +179,10 @@ pub async fn start(
         }
     };
     if let Some(expiry) = tls::expiry(&resolver.current()) {
-        state.metrics.tls_certificate_expiry(expiry);
+        state.metrics().tls_certificate_expiry(expiry);
     }
     let tls_config = tls::server_config(resolver.clone(), config.client_ca.as_deref())?;
-    let _ = state.certs.set(resolver);
-    state.readiness.tls.store(true, Ordering::SeqCst);
+    state.tls_ready(resolver);
     tracing::info!(%addr, %metrics_addr, "graft serving");
 
     let accept = Acceptor {
@@ -200,7 +195,7 @@ pub async fn start(
     let drain_state = state.clone();
     let task = tokio::spawn(async move {
         let graceful = accept.run(shutdown).await;
-        drain_state.readiness.draining.store(true, Ordering::SeqCst);
+        drain_state.start_draining();
         let _ = stop.send(true);
         drain(graceful, grace).await;
         let _ = metrics_stop.send(true);
@@ -261,7 +256,7 @@ impl Acceptor {
             let watcher = graceful.watcher();
             tokio::spawn(async move {
                 let _permit = permit;
-                let _open = state.metrics.connection_opened();
+                let _open = state.metrics().connection_opened();
                 let handshake =
                     tokio::time::timeout(limits.tls_handshake_timeout, tls.accept(stream));
                 let stream = match handshake.await {

@@ -55,7 +55,7 @@ pub fn needed_by(set: &PolicySet) -> bool {
     set.needs_namespaces()
 }
 
-/// Starts and stops the namespace cache held in [`State::namespace_cache`].
+/// Starts and stops the namespace cache that [`State::cluster_data`] serves.
 #[derive(Debug, Clone)]
 pub struct NamespaceSupply {
     /// `None`: the in-cluster configuration.
@@ -66,7 +66,7 @@ pub struct NamespaceSupply {
 
 impl NamespaceSupply {
     /// A supply for `state`; with [`NamespaceConfig::File`] the file is read now and
-    /// becomes [`State::fixed_namespaces`].
+    /// is served for good.
     pub fn new(
         config: &NamespaceConfig,
         state: Arc<State>,
@@ -76,7 +76,7 @@ impl NamespaceSupply {
             NamespaceConfig::Api { kubeconfig } => kubeconfig.clone(),
             NamespaceConfig::File(path) => {
                 let map = read_file(path)?;
-                let _ = state.fixed_namespaces.set(Arc::new(map));
+                state.cluster_data().fix(Arc::new(map));
                 None
             }
         };
@@ -90,8 +90,7 @@ impl NamespaceSupply {
     /// Call before installing `set`: starts the cache when `set` needs one and none is
     /// running, and waits up to `wait` for its first list.
     pub async fn prepare(&self, set: &PolicySet, wait: Duration) -> Result<(), ConnectError> {
-        let fixed = self.state.fixed_namespaces.get().is_some();
-        if !needed_by(set) || fixed || self.state.namespace_cache.load().is_some() {
+        if !needed_by(set) || self.state.cluster_data().is_supplied() {
             return Ok(());
         }
         let purpose = kube_api::Purpose::Namespaces;
@@ -103,7 +102,7 @@ impl NamespaceSupply {
                      pod without --kubeconfig or --namespaces: policies that read namespace \
                      labels fail by their failurePolicy"
                 );
-                let _ = self.state.fixed_namespaces.set(Arc::new(NoNamespaces {
+                self.state.cluster_data().fix(Arc::new(NoNamespaces {
                     hint: OUTSIDE_A_CLUSTER,
                 }));
                 return Ok(());
@@ -112,10 +111,10 @@ impl NamespaceSupply {
         };
         let cache = Arc::new(NamespaceCache::start(
             client,
-            self.state.metrics.clone(),
+            self.state.metrics().clone(),
             self.shutdown.clone(),
         ));
-        self.state.namespace_cache.store(Some(cache.clone()));
+        self.state.cluster_data().watch(cache.clone());
         if tokio::time::timeout(wait, cache.wait_synced())
             .await
             .is_err()
@@ -132,10 +131,10 @@ impl NamespaceSupply {
 
     /// Call after installing a set: stops the cache when the active set does not need it.
     pub fn release_if_unneeded(&self) {
-        if needed_by(&self.state.policies.load()) {
+        if needed_by(&self.state.policies()) {
             return;
         }
-        if self.state.namespace_cache.swap(None).is_some() {
+        if self.state.cluster_data().stop_watching() {
             // Reviews that already hold the cache finish with it; the watch stops when
             // the last of them drops it.
             tracing::info!(

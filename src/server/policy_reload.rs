@@ -8,11 +8,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::State;
+use super::kube_api::ConnectError;
 use super::namespace_supply::{NamespaceSupply, RELOAD_SYNC_WAIT};
 use crate::metrics::ReloadResult;
 use crate::policy::{self, Findings, Loaded};
@@ -79,25 +81,23 @@ impl PolicyReloader {
             Err(error) => {
                 // A panic while loading is a bug, but it must not stop the reloader.
                 tracing::error!(%error, "policy load task failed; keeping the running set");
-                self.record(ReloadResult::Error);
+                self.state.record_policy_reload(ReloadResult::Error);
                 return ReloadResult::Error;
             }
         };
         match loaded {
-            Ok(loaded) => {
-                if let Err(error) = self.namespaces.prepare(&loaded.set, RELOAD_SYNC_WAIT).await {
+            Ok(loaded) => match self.install(loaded, RELOAD_SYNC_WAIT).await {
+                Ok(result) => result,
+                Err(error) => {
                     tracing::error!(
                         %error,
-                        revision = self.state.policies.load().revision(),
+                        revision = self.state.policies().revision(),
                         "policy set not reloaded; keeping the running set"
                     );
-                    self.record(ReloadResult::Error);
-                    return ReloadResult::Error;
+                    self.state.record_policy_reload(ReloadResult::Error);
+                    ReloadResult::Error
                 }
-                let result = self.install(loaded);
-                self.namespaces.release_if_unneeded();
-                result
-            }
+            },
             Err(findings) => {
                 self.reject(&findings);
                 ReloadResult::Error
@@ -105,29 +105,38 @@ impl PolicyReloader {
         }
     }
 
-    fn install(&self, loaded: Loaded) -> ReloadResult {
-        let running = self.state.policies.load().revision().to_string();
+    /// Installs a loaded set, at start-up and on every reload: logs its warnings (and
+    /// that it is empty, if it is), starts the cluster data it needs (waiting up to
+    /// `wait` for the first list), makes it active, and stops what it no longer needs.
+    /// A set identical to the active one is left alone, except the first.
+    pub async fn install(
+        &self,
+        loaded: Loaded,
+        wait: Duration,
+    ) -> Result<ReloadResult, ConnectError> {
         let revision = loaded.set.revision().to_string();
         // Events also fire for unrelated writes (editor swap files, the `..data_tmp`
         // dance); an identical set is not a new one.
-        if revision == running {
+        if self.state.has_policies() && revision == self.state.policies().revision() {
             tracing::debug!(revision, "policy files changed but the set is the same");
-            self.record(ReloadResult::Unchanged);
-            return ReloadResult::Unchanged;
+            self.state.record_policy_reload(ReloadResult::Unchanged);
+            return Ok(ReloadResult::Unchanged);
         }
+        self.namespaces.prepare(&loaded.set, wait).await?;
         for warning in &loaded.warnings {
             tracing::warn!(finding = %warning, "policy warning");
         }
         if loaded.set.is_empty() {
-            tracing::warn!(
-                revision,
-                "the new policy set is empty: graft now changes nothing"
-            );
+            tracing::warn!(revision, "the policy set is empty: graft changes nothing");
         }
-        // install_policies logs the swap with both revisions.
-        self.state.install_policies(loaded.set);
-        self.record(ReloadResult::Success);
-        ReloadResult::Success
+        let first = !self.state.has_policies();
+        // `activate` logs the swap with both revisions.
+        self.state.activate(loaded.set);
+        self.namespaces.release_if_unneeded();
+        if !first {
+            self.state.record_policy_reload(ReloadResult::Success);
+        }
+        Ok(ReloadResult::Success)
     }
 
     fn reject(&self, findings: &Findings) {
@@ -138,20 +147,9 @@ impl PolicyReloader {
         }
         tracing::error!(
             errors,
-            revision = self.state.policies.load().revision(),
+            revision = self.state.policies().revision(),
             "policy set not reloaded; keeping the running set"
         );
-        self.record(ReloadResult::Error);
-    }
-
-    fn record(&self, result: ReloadResult) {
-        self.state.metrics.policy_reloaded(result);
-        self.state
-            .policy_reloads
-            .send_modify(|status| match result {
-                ReloadResult::Success => status.successes += 1,
-                ReloadResult::Unchanged => status.unchanged += 1,
-                ReloadResult::Error => status.failures += 1,
-            });
+        self.state.record_policy_reload(ReloadResult::Error);
     }
 }

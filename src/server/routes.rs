@@ -154,9 +154,9 @@ async fn route(
     let answered = isolated(move || {
         let _entered = evaluating.enter();
         // Exactly one load per request: the whole review sees one policy set.
-        let set = state.policies.load();
+        let set = state.policies();
         // The namespace cache while the set needs it; held until the review ends.
-        let namespaces = state.namespaces_for(&set);
+        let namespaces = state.review_namespaces(&set);
         let (review, namespace) =
             admission::parse_lean(&body, &set, &namespaces).map_err(|error| {
                 Refusal::new(
@@ -178,7 +178,7 @@ async fn route(
         }
         record(&reviewed, &state, &set, started);
         // A non-blocking hand-over: a full events queue drops the Event, never waits.
-        if let Some(events) = state.events.get() {
+        if let Some(events) = state.events() {
             events.offer(&reviewed);
         }
         Ok(reviewed.to_json())
@@ -292,11 +292,11 @@ fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant)
     };
     for report in &evaluation.policies {
         state
-            .metrics
+            .metrics()
             .policy_evaluated(&report.policy, report.result.label());
         log_failure(&report.policy, &report.result);
     }
-    state.metrics.review_answered(
+    state.metrics().review_answered(
         labels::operation(&request.operation),
         &labels::resource(
             set,
@@ -405,7 +405,7 @@ impl Refusal {
     }
 
     fn into_response(self, state: &State) -> Response<Body> {
-        state.metrics.admission_error(self.reason);
+        state.metrics().admission_error(self.reason);
         tracing::warn!(
             status = self.status.as_u16(),
             reason = self.reason.as_str(),

@@ -1,68 +1,64 @@
 //! What the running server shares with its request handlers and with reloaders: the
-//! active policy set, the namespace cache, readiness, metrics, the serving certificate and
-//! the events queue.
+//! active policy set, where cluster data comes from, readiness, metrics, the serving
+//! certificate and the events queue.
 //!
-//! A policy reloader plugs in with [`State::install_policies`]: build and validate the new
-//! set off the request path, then install it; every request does exactly one `load` of
-//! [`State::policies`], so it sees one consistent snapshot.
+//! Every request does exactly one [`State::policies`] load, so it sees one consistent
+//! snapshot; a set becomes active only through the one install path
+//! (`policy_reload::PolicyReloader::install`, at start-up and on every reload), whose last
+//! step is [`State::activate`].
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use arc_swap::{ArcSwap, ArcSwapOption};
+use arc_swap::{ArcSwap, Guard};
+use tokio::sync::watch;
 
 use super::cert_reload::ReloadStatus;
+use super::cluster_data::{ClusterData, ReviewNamespaces};
 use super::events::EventSink;
-use super::namespace_cache::NamespaceCache;
-use super::namespace_supply;
 use super::policy_reload::PolicyReloadStatus;
 use super::tls::CertResolver;
-use crate::metrics::Metrics;
-use crate::namespaces::{NamespaceData, NamespaceSource, NoNamespaces};
+use crate::metrics::{Metrics, ReloadResult};
 use crate::policy::PolicySet;
 
 /// Shared server state. Cheap to clone through `Arc<State>`.
 #[derive(Debug)]
 pub struct State {
-    /// The active, immutable policy set.
-    pub policies: Arc<ArcSwap<PolicySet>>,
-    /// The namespace cache, present while the active set needs namespace data
-    /// (started and stopped by [`super::namespace_supply::NamespaceSupply`]).
-    pub namespace_cache: ArcSwapOption<NamespaceCache>,
-    /// Namespace data that does not come from the API, which replaces the cache when
-    /// set: the namespaces of `--namespaces FILE`, or none at all when graft runs outside
-    /// a cluster with neither that nor `--kubeconfig`.
-    pub fixed_namespaces: std::sync::OnceLock<Arc<dyn NamespaceSource>>,
-    pub metrics: Arc<Metrics>,
-    pub readiness: Readiness,
-    /// The serving certificate; `None` until TLS is configured.
-    pub certs: std::sync::OnceLock<Arc<CertResolver>>,
-    /// Counts of certificate reloads, for anyone who needs to wait for one (tests, probes).
-    pub tls_reloads: tokio::sync::watch::Sender<ReloadStatus>,
-    /// Counts of policy reloads and the active revision, likewise.
-    pub policy_reloads: tokio::sync::watch::Sender<PolicyReloadStatus>,
+    policies: ArcSwap<PolicySet>,
+    cluster_data: ClusterData,
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
+    /// The serving certificate; unset until TLS is configured.
+    certs: OnceLock<Arc<CertResolver>>,
+    tls_reloads: watch::Sender<ReloadStatus>,
+    policy_reloads: watch::Sender<PolicyReloadStatus>,
     /// The queue of Kubernetes Events; set at startup with `--events`, never otherwise.
-    pub events: std::sync::OnceLock<EventSink>,
+    events: OnceLock<EventSink>,
 }
 
 impl State {
     pub fn new(metrics: Arc<Metrics>) -> State {
         State {
-            policies: Arc::new(ArcSwap::from_pointee(PolicySet::empty())),
-            namespace_cache: ArcSwapOption::empty(),
-            fixed_namespaces: std::sync::OnceLock::new(),
+            policies: ArcSwap::from_pointee(PolicySet::empty()),
+            cluster_data: ClusterData::default(),
             metrics,
             readiness: Readiness::default(),
-            certs: std::sync::OnceLock::new(),
-            tls_reloads: tokio::sync::watch::Sender::new(ReloadStatus::default()),
-            policy_reloads: tokio::sync::watch::Sender::new(PolicyReloadStatus::default()),
-            events: std::sync::OnceLock::new(),
+            certs: OnceLock::new(),
+            tls_reloads: watch::Sender::new(ReloadStatus::default()),
+            policy_reloads: watch::Sender::new(PolicyReloadStatus::default()),
+            events: OnceLock::new(),
         }
     }
 
-    /// Makes `set` the active policy set for every request that starts from now on.
-    /// Requests already running keep the snapshot they loaded.
-    pub fn install_policies(&self, set: PolicySet) {
+    /// The active policy set: a request loads it once and keeps the snapshot.
+    pub fn policies(&self) -> Guard<Arc<PolicySet>> {
+        self.policies.load()
+    }
+
+    /// Makes `set` the active policy set for every request that starts from now on:
+    /// the last step of installing one, after its warnings are logged and the cluster
+    /// data it needs is prepared. Requests already running keep the snapshot they loaded.
+    pub fn activate(&self, set: PolicySet) {
         let (revision, count) = (set.revision().to_string(), set.len());
         let previous = self.policies.swap(Arc::new(set));
         self.metrics.policy_set_installed(count, &revision);
@@ -78,69 +74,93 @@ impl State {
         );
     }
 
-    /// What `/readyz` reports: [`Readiness`], and, while the active set needs namespace
-    /// data, a namespace cache that has listed the namespaces.
+    /// Whether a set has been installed yet.
+    pub fn has_policies(&self) -> bool {
+        self.readiness.policies.load(Ordering::SeqCst)
+    }
+
+    /// Counts a reload attempt, in the metrics and for those waiting on one.
+    pub(super) fn record_policy_reload(&self, result: ReloadResult) {
+        self.metrics.policy_reloaded(result);
+        self.policy_reloads.send_modify(|status| match result {
+            ReloadResult::Success => status.successes += 1,
+            ReloadResult::Unchanged => status.unchanged += 1,
+            ReloadResult::Error => status.failures += 1,
+        });
+    }
+
+    /// Reload attempts of the policy set and the active revision, to wait on.
+    pub fn policy_reloads(&self) -> watch::Receiver<PolicyReloadStatus> {
+        self.policy_reloads.subscribe()
+    }
+
+    /// Reloads of the serving certificate, to wait on.
+    pub fn tls_reloads(&self) -> watch::Receiver<ReloadStatus> {
+        self.tls_reloads.subscribe()
+    }
+
+    /// Where the certificate reloader reports.
+    pub(super) fn tls_reload_status(&self) -> watch::Sender<ReloadStatus> {
+        self.tls_reloads.clone()
+    }
+
+    /// Where cluster data comes from.
+    pub fn cluster_data(&self) -> &ClusterData {
+        &self.cluster_data
+    }
+
+    /// The namespace data a review of `set` can see.
+    pub fn review_namespaces(&self, set: &PolicySet) -> ReviewNamespaces {
+        self.cluster_data.for_review(set)
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The events queue, with `--events`.
+    pub fn events(&self) -> Option<&EventSink> {
+        self.events.get()
+    }
+
+    pub(super) fn set_events(&self, sink: EventSink) {
+        let _ = self.events.set(sink);
+    }
+
+    /// The serving certificate, once TLS is configured.
+    pub fn certs(&self) -> Option<&Arc<CertResolver>> {
+        self.certs.get()
+    }
+
+    /// TLS is configured with `resolver`: the server may report ready.
+    pub fn tls_ready(&self, resolver: Arc<CertResolver>) {
+        let _ = self.certs.set(resolver);
+        self.readiness.tls.store(true, Ordering::SeqCst);
+    }
+
+    /// The server stopped accepting: `/readyz` fails from now on.
+    pub(super) fn start_draining(&self) {
+        self.readiness.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// What `/readyz` reports: a set installed, TLS ready, not draining, and the cluster
+    /// data the active set needs at hand.
     pub fn is_ready(&self) -> bool {
-        self.readiness.is_ready()
-            && (!namespace_supply::needed_by(&self.policies.load())
-                || self.fixed_namespaces.get().is_some()
-                || self
-                    .namespace_cache
-                    .load()
-                    .as_ref()
-                    .is_some_and(|cache| cache.is_synced()))
-    }
-
-    /// The namespace data a review of `set` can see: the cache when `set` needs it.
-    pub fn namespaces_for(&self, set: &PolicySet) -> ReviewNamespaces {
-        if !namespace_supply::needed_by(set) {
-            return ReviewNamespaces::NotNeeded;
-        }
-        if let Some(fixed) = self.fixed_namespaces.get() {
-            return ReviewNamespaces::Fixed(Arc::clone(fixed));
-        }
-        match self.namespace_cache.load_full() {
-            Some(cache) => ReviewNamespaces::Cache(cache),
-            // Only in the instant a reload swaps sets; the policy then fails with the hint.
-            None => ReviewNamespaces::NotNeeded,
-        }
-    }
-}
-
-/// The namespace source of one review. Holding the cache keeps it alive until the review
-/// ends, even when a reload stops it meanwhile.
-#[derive(Debug)]
-pub enum ReviewNamespaces {
-    NotNeeded,
-    Cache(Arc<NamespaceCache>),
-    Fixed(Arc<dyn NamespaceSource>),
-}
-
-impl NamespaceSource for ReviewNamespaces {
-    fn namespace_data(&self, name: &str) -> NamespaceData {
-        match self {
-            ReviewNamespaces::NotNeeded => NoNamespaces {
-                hint: "graft serve reads namespaces only while the policy set has a \
-                       namespaceSelector or reads namespaceObject",
-            }
-            .namespace_data(name),
-            ReviewNamespaces::Cache(cache) => cache.namespace_data(name),
-            ReviewNamespaces::Fixed(map) => map.namespace_data(name),
-        }
+        self.readiness.is_ready() && self.cluster_data.is_ready_for(&self.policies.load())
     }
 }
 
 /// `/readyz` is 200 only when policies are loaded, TLS is ready and the server is not
 /// draining, so a rolling update takes a pod out of the Service before it stops.
 #[derive(Debug, Default)]
-pub struct Readiness {
-    pub policies: AtomicBool,
-    pub tls: AtomicBool,
-    pub draining: AtomicBool,
+struct Readiness {
+    policies: AtomicBool,
+    tls: AtomicBool,
+    draining: AtomicBool,
 }
 
 impl Readiness {
-    pub fn is_ready(&self) -> bool {
+    fn is_ready(&self) -> bool {
         self.policies.load(Ordering::SeqCst)
             && self.tls.load(Ordering::SeqCst)
             && !self.draining.load(Ordering::SeqCst)

@@ -315,7 +315,7 @@ impl Harness {
         config.watch = watch;
         let server = start(config).await?;
         let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
-        let reloads = server.running.state.policy_reloads.subscribe();
+        let reloads = server.running.state.policy_reloads();
         Ok(Harness {
             server,
             client,
@@ -346,13 +346,7 @@ impl Harness {
     }
 
     pub fn revision(&self) -> String {
-        self.server
-            .running
-            .state
-            .policies
-            .load()
-            .revision()
-            .to_string()
+        self.server.running.state.policies().revision().to_string()
     }
 }
 
