@@ -10,12 +10,13 @@
 //!   select, match, mutate, diff.
 //! - [`expr`]: CEL expressions and `{{ }}` templates, with the Kubernetes helpers.
 //! - [`k8s`]: Kubernetes value formats (quantities, pod ordinals, Multus annotations).
-//! - [`cli::offline`]: admission requests for objects outside a cluster (`graft apply`,
-//!   `graft test`).
 //! - [`admission`]: AdmissionReview parsing (into trees that build what is read when it is
-//!   first read) and responses; shared by the server and the CLI.
+//!   first read) and responses; shared by the server and the CLI; and the requests the
+//!   apiserver would send for plain objects, for the offline commands
+//!   ([`admission::offline`]).
 //! - [`server`]: `graft serve`, the HTTPS admission server (TLS, routes, probes, shutdown).
 //! - [`metrics`]: the Prometheus metrics and their registry.
+//! - [`logging`]: `graft serve`'s log lines: the JSON format and the buffered writer.
 //! - [`namespaces`]: what a review knows of its namespace, and where that comes from.
 //! - [`tree`]: the JSON tree the request's objects are: vector maps, shared nodes,
 //!   borrowed strings, text built on first read, path-copying edits, a diff that skips
@@ -32,6 +33,7 @@ pub mod engine;
 pub mod expr;
 pub mod jsonpath;
 pub mod k8s;
+pub mod logging;
 pub mod manifests;
 pub mod metrics;
 pub mod namespaces;

@@ -2,7 +2,7 @@
 //! provenance, and the properties of the computed patch.
 
 use graft::admission::AdmissionRequest;
-use graft::cli::offline::{RequestOptions, request_for};
+use graft::admission::offline::{RequestOptions, request_for};
 use graft::engine::{self, Evaluation, Outcome, PolicyResult};
 use graft::namespaces::NamespaceData;
 use serde_json::{Value, json};

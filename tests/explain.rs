@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use graft::cli::offline::{RequestOptions, request_for};
+use graft::admission::offline::{RequestOptions, request_for};
 use graft::engine::explain::{Explanation, Verdict, explain};
 use graft::engine::{Outcome, PolicyResult};
 use graft::namespaces::{Namespace, NamespaceData};

@@ -3,7 +3,7 @@
 //! on small inline policies.
 
 use graft::admission::AdmissionRequest;
-use graft::cli::offline::{RequestOptions, request_for};
+use graft::admission::offline::{RequestOptions, request_for};
 use graft::engine::{self, Evaluation, Outcome, PolicyResult};
 use graft::namespaces::NamespaceData;
 use serde_json::{Value, json};

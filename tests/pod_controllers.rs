@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use graft::admission::AdmissionRequest;
-use graft::cli::offline::{RequestOptions, request_for};
+use graft::admission::offline::{RequestOptions, request_for};
 use graft::engine::{self, Evaluation, Outcome, PolicyResult};
 use graft::namespaces::NamespaceData;
 use graft::policy::PolicySet;

@@ -578,11 +578,11 @@ fn namespaces() -> &'static NamespaceMap {
 }
 
 fn pod_request(object: Value, namespace: &str) -> AdmissionRequest<'static> {
-    let options = graft::cli::offline::RequestOptions {
+    let options = graft::admission::offline::RequestOptions {
         namespace: Some(namespace.to_string()),
         ..Default::default()
     };
-    graft::cli::offline::request_for(object, &options, "uid-1")
+    graft::admission::offline::request_for(object, &options, "uid-1")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -867,12 +867,12 @@ proptest! {
     #[test]
     fn example_policies_converge_on_random_nodes(node in example_node()) {
         let set = example_policies();
-        let options = graft::cli::offline::RequestOptions {
+        let options = graft::admission::offline::RequestOptions {
             operation: "UPDATE".into(),
             resource: Some("nodes/status".into()),
             old_object: Some(node.clone()),
             ..Default::default()
         };
-        converges(&graft::cli::offline::request_for(node, &options, "uid-2"), set)?;
+        converges(&graft::admission::offline::request_for(node, &options, "uid-2"), set)?;
     }
 }

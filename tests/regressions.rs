@@ -219,9 +219,9 @@ fn an_ignored_policy_gets_another_look_after_a_later_change() {
     let stored = check_converges(&set, json!({"metadata": {"name": "p"}, "spec": "text"}));
     assert_eq!(stored["spec"], json!({"a": 1, "b": 2}));
 
-    let request = graft::cli::offline::request_for(
+    let request = graft::admission::offline::request_for(
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": "text"}),
-        &graft::cli::offline::RequestOptions::default(),
+        &graft::admission::offline::RequestOptions::default(),
         "u-2",
     );
     let evaluation = graft::engine::evaluate(

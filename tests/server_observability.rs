@@ -347,8 +347,8 @@ async fn a_panic_is_logged_in_the_review_span() {
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
-        .fmt_fields(graft::cli::log_json::JsonMembers)
-        .event_format(graft::cli::log_json::JsonLines)
+        .fmt_fields(graft::logging::json::JsonMembers)
+        .event_format(graft::logging::json::JsonLines)
         .with_writer(move || writer.clone())
         .finish();
     let _default = tracing::subscriber::set_default(subscriber);

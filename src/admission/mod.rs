@@ -13,6 +13,7 @@ use crate::namespaces::{NamespaceData, NamespaceSource};
 use crate::policy::compiled::Operation;
 use crate::policy::{PolicySet, Reads};
 
+pub mod offline;
 mod parse;
 
 pub use parse::{parse, parse_lean, review_lean};

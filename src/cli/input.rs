@@ -139,7 +139,7 @@ impl ObjectInput {
                 "{name}: holds no object (only comments, empty documents or an empty kind: List)"
             );
         }
-        let options = crate::cli::offline::RequestOptions {
+        let options = crate::admission::offline::RequestOptions {
             operation: self.operation.as_str().to_string(),
             namespace: self.namespace.clone(),
             resource: self.resource.clone(),
@@ -154,7 +154,9 @@ impl ObjectInput {
                 requests.push(review.request.into_owned());
             } else {
                 let uid = format!("{uid_prefix}-{index}");
-                requests.push(crate::cli::offline::request_for(object, &options, &uid));
+                requests.push(crate::admission::offline::request_for(
+                    object, &options, &uid,
+                ));
             }
         }
         Ok(Requests {

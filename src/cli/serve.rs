@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use super::log_json;
-use super::log_writer::{self, Flusher};
+use crate::logging::json as log_json;
+use crate::logging::writer::{self as log_writer, Flusher};
 use crate::server::config::{EventsConfig, NamespaceConfig, parse_duration};
 use crate::server::{self, CertSource, Config, Limits, StartError};
 use crate::watch::{WatchConfig, WatchMode};

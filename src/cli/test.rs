@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::input::load_policies;
+use crate::admission::offline::{self, RequestOptions};
 use crate::admission::{self, AdmissionRequest};
-use crate::cli::offline::{self, RequestOptions};
 use crate::engine::{self, Evaluation, Outcome};
 use crate::k8s::objects::read_objects;
 use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};

@@ -328,7 +328,7 @@ mod tests {
             "nan": null,
             "quoted": "a \"b\"\n\u{1b}[31m",
             "type": "raw",
-            "target": "graft::cli::log_json::tests",
+            "target": "graft::logging::json::tests",
             "span": {"name": "review", "kind": "Pod", "uid": "u-1", "revision": "sha256:abc"},
         });
         expected["timestamp"] = timestamp.into();
