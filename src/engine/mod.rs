@@ -11,6 +11,7 @@
 //! hand. A Pod policy with `podControllers` runs on a controller's pod template as on
 //! a Pod (`pod_template`).
 
+pub mod admission_policy;
 mod apply;
 mod bindings;
 pub mod edit;

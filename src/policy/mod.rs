@@ -1,6 +1,7 @@
 //! Policies: the YAML model, loading from files, validation and compilation into a
 //! [`PolicySet`].
 
+pub mod admission_policy;
 pub mod compile;
 pub mod compiled;
 pub mod findings;

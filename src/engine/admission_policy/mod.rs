@@ -1,0 +1,3 @@
+//! Running Kubernetes' MutatingAdmissionPolicy: matching (`matching.rs`).
+
+pub mod matching;

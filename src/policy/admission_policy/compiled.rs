@@ -1,0 +1,136 @@
+//! The compiled form of a MutatingAdmissionPolicy and its bindings: defaults applied,
+//! selectors as requirements, rules split for matching, CEL compiled once at load.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::policy::compiled::{Operation, Requirement};
+
+/// How a failure of the policy decides the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailurePolicy {
+    Fail,
+    Ignore,
+}
+
+/// Whether a policy that ran is run again after a later change of the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reinvocation {
+    Never,
+    IfNeeded,
+}
+
+/// What a binding does when its parameter objects are not found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotFoundAction {
+    Allow,
+    Deny,
+}
+
+/// A group, version and kind (the core group is "").
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Gvk {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl Gvk {
+    /// `apiVersion` and `kind` as a document writes them.
+    pub fn parse(api_version: &str, kind: &str) -> Gvk {
+        let (group, version) = match api_version.split_once('/') {
+            Some((group, version)) => (group.to_string(), version.to_string()),
+            None => (String::new(), api_version.to_string()),
+        };
+        Gvk {
+            group,
+            version,
+            kind: kind.to_string(),
+        }
+    }
+
+    /// `group/version, Kind=K`, as Go prints a GroupVersionKind (`/v1, Kind=ConfigMap`).
+    pub fn go_string(&self) -> String {
+        format!("{}/{}, Kind={}", self.group, self.version, self.kind)
+    }
+}
+
+/// One rule of `resourceRules` or `excludeResourceRules`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// Empty: any name.
+    pub resource_names: Vec<String>,
+    /// The operations, `None` for `*`.
+    pub operations: Option<Vec<Operation>>,
+    /// `None` for `*`.
+    pub api_groups: Option<Vec<String>>,
+    pub api_versions: Option<Vec<String>>,
+    /// `(resource, subresource)`, each `*` or a name; the subresource "" for none.
+    pub resources: Vec<(String, String)>,
+    pub scope: Scope,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Any,
+    Cluster,
+    Namespaced,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchPolicy {
+    Equivalent,
+    Exact,
+}
+
+/// A compiled `matchConstraints` or `matchResources`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchResources {
+    /// Requirements on the namespace's labels; empty matches every namespace.
+    pub namespace_selector: Vec<Requirement>,
+    /// Requirements on the object's (or the old object's) labels; empty matches all.
+    pub object_selector: Vec<Requirement>,
+    pub resource_rules: Vec<Rule>,
+    pub exclude_resource_rules: Vec<Rule>,
+    pub match_policy: MatchPolicy,
+}
+
+/// A binding's `paramRef`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamRef {
+    pub target: ParamTarget,
+    /// The namespace to look in; `None`: the request's.
+    pub namespace: Option<String>,
+    pub not_found: NotFoundAction,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamTarget {
+    Name(String),
+    /// Every object whose labels meet these requirements (`{}`: every object).
+    Selector(Vec<Requirement>),
+}
+
+/// A compiled MutatingAdmissionPolicyBinding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompiledBinding {
+    pub name: String,
+    pub file: PathBuf,
+    pub policy_name: String,
+    pub param_ref: Option<ParamRef>,
+    /// `None`: the binding does not narrow the policy's match.
+    pub match_resources: Option<MatchResources>,
+}
+
+/// A compiled MutatingAdmissionPolicy, with the bindings that make it act (a policy
+/// without a binding does nothing, as in the apiserver).
+#[derive(Debug)]
+pub struct CompiledAdmissionPolicy {
+    pub name: String,
+    pub file: PathBuf,
+    pub param_kind: Option<Gvk>,
+    pub match_constraints: MatchResources,
+    pub failure_policy: FailurePolicy,
+    pub reinvocation: Reinvocation,
+    pub bindings: Vec<Arc<CompiledBinding>>,
+}
