@@ -1,3 +1,4 @@
-//! Running Kubernetes' MutatingAdmissionPolicy: matching (`matching.rs`).
+//! Running Kubernetes' MutatingAdmissionPolicy: matching (`matching.rs`), parameters (`params.rs`).
 
 pub mod matching;
+pub mod params;
