@@ -15,6 +15,8 @@
 //! - [`json_text`]: JSON text from a request read as plain JSON (every key as written).
 //! - [`image`]: container image references, parsed and normalised.
 //! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
+//! - [`schema`]: the shapes of the built-in kinds (fields, types, how lists, maps and
+//!   structs merge), from the table in `schema/kubernetes/`.
 
 pub mod admission_request;
 pub mod image;
@@ -27,6 +29,7 @@ pub mod ordinal;
 pub mod pod_controllers;
 pub mod quantity;
 pub mod resources;
+pub mod schema;
 
 /// The longest string a helper may produce. Annotation values are capped by the
 /// apiserver far below this; the bound only stops a runaway expression.
