@@ -17,10 +17,13 @@
 //! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
 //! - [`schema`]: the shapes of the built-in kinds (fields, types, how lists, maps and
 //!   structs merge), from the table in `schema/kubernetes/`.
+//! - [`apply_configuration`]: a MutatingAdmissionPolicy's ApplyConfiguration merged into
+//!   the object as kube-apiserver merges it (structured-merge-diff).
 //! - [`go_text`]: how Go writes strings, numbers and unstructured values into the
 //!   apiserver's messages, for the messages graft reproduces.
 
 pub mod admission_request;
+pub mod apply_configuration;
 pub mod go_text;
 pub mod image;
 pub mod json_text;
