@@ -19,6 +19,8 @@
 //!   structs merge), from the table in `schema/kubernetes/`.
 //! - [`apply_configuration`]: a MutatingAdmissionPolicy's ApplyConfiguration merged into
 //!   the object as kube-apiserver merges it (structured-merge-diff).
+//! - [`json_patch_v4`]: a MutatingAdmissionPolicy's JSONPatch applied as kube-apiserver
+//!   applies it (evanphx/json-patch v4, which departs from RFC 6902).
 //! - [`go_text`]: how Go writes strings, numbers and unstructured values into the
 //!   apiserver's messages, for the messages graft reproduces.
 
@@ -26,6 +28,7 @@ pub mod admission_request;
 pub mod apply_configuration;
 pub mod go_text;
 pub mod image;
+pub mod json_patch_v4;
 pub mod json_text;
 pub mod lookup;
 pub mod merge_keys;
