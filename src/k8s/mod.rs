@@ -15,9 +15,20 @@
 //! - [`json_text`]: JSON text from a request read as plain JSON (every key as written).
 //! - [`image`]: container image references, parsed and normalised.
 //! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
+//! - [`schema`]: the shapes of the built-in kinds (fields, types, how lists, maps and
+//!   structs merge), from the table in `schema/kubernetes/`.
+//! - [`apply_configuration`]: a MutatingAdmissionPolicy's ApplyConfiguration merged into
+//!   the object as kube-apiserver merges it (structured-merge-diff).
+//! - [`json_patch_v4`]: a MutatingAdmissionPolicy's JSONPatch applied as kube-apiserver
+//!   applies it (evanphx/json-patch v4, which departs from RFC 6902).
+//! - [`go_text`]: how Go writes strings, numbers and unstructured values into the
+//!   apiserver's messages, for the messages graft reproduces.
 
 pub mod admission_request;
+pub mod apply_configuration;
+pub mod go_text;
 pub mod image;
+pub mod json_patch_v4;
 pub mod json_text;
 pub mod lookup;
 pub mod merge_keys;
@@ -27,6 +38,7 @@ pub mod ordinal;
 pub mod pod_controllers;
 pub mod quantity;
 pub mod resources;
+pub mod schema;
 
 /// The longest string a helper may produce. Annotation values are capped by the
 /// apiserver far below this; the bound only stops a runaway expression.
