@@ -51,35 +51,9 @@ pub fn list(items: &[String]) -> Bad<'static> {
     Bad::Json(serde_json::Value::from(items.to_vec()))
 }
 
-/// Go's `%q` of a string: double quotes, with Go's escapes. Printable characters stay as
-/// they are, as Go's `strconv.Quote` keeps printable Unicode.
+/// Go's `%q` of a string (`strconv.Quote`).
 pub fn go_quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            '\u{7}' => quoted.push_str("\\a"),
-            '\u{8}' => quoted.push_str("\\b"),
-            '\u{c}' => quoted.push_str("\\f"),
-            '\u{b}' => quoted.push_str("\\v"),
-            c if c.is_control() => {
-                let code = c as u32;
-                if code < 0x10000 {
-                    quoted.push_str(&format!("\\u{code:04x}"));
-                } else {
-                    quoted.push_str(&format!("\\U{code:08x}"));
-                }
-            }
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
+    crate::k8s::go_text::quote(text)
 }
 
 /// The errors of one document, in the order the apiserver appends them.
