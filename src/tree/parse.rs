@@ -390,15 +390,28 @@ impl Serialize for Tree<'_> {
                 }
                 seq.end()
             }
-            Tree::Map(map) => {
-                let mut out = serializer.serialize_map(Some(map.len()))?;
-                for (key, value) in map.iter() {
-                    out.serialize_entry(key, value)?;
-                }
-                out.end()
-            }
+            Tree::Map(map) => map.serialize(serializer),
             // Written as built, so that the output does not depend on whether it was read.
             Tree::Text(text) => text.tree().serialize(serializer),
         }
+    }
+}
+
+/// A map's entries in their order, as the map of a [`Tree`] writes them.
+impl Serialize for Map<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_map(Some(self.len()))?;
+        for (key, value) in self.iter() {
+            out.serialize_entry(key, value)?;
+        }
+        out.end()
+    }
+}
+
+/// Compact JSON text, as `serde_json::Value` displays the same JSON.
+impl fmt::Display for Tree<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        formatter.write_str(&text)
     }
 }
