@@ -76,9 +76,7 @@ impl SharedBindings {
         let built = if facts.namespace.is_empty() {
             None
         } else {
-            Some(Tree::from(
-                facts.namespace_data.known(facts.namespace)?.to_object(),
-            ))
+            Some(facts.namespace_data.known(facts.namespace)?.to_object())
         };
         Ok(self.namespace_object.get_or_init(|| built).as_ref())
     }
