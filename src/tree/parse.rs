@@ -1,9 +1,15 @@
 //! JSON text to a tree and back, through serde_json's own reader and writer: the tree
 //! refuses and accepts exactly the texts `serde_json::Value` does, and writes what
-//! `serde_json::Value` writes for the same JSON, with one difference it shares with graft's
-//! plain reading of request JSON (`k8s::json_text`): every key is a key as written, where
-//! `serde_json::Value` (with the `raw_value` feature) reads a map whose first key is its
-//! private `$serde_json::private::RawValue` as more JSON text.
+//! `serde_json::Value` writes for the same JSON, with one difference: every key is a key
+//! as written, where `serde_json::Value` (with the `raw_value` feature) reads a map whose
+//! first key is its private `$serde_json::private::RawValue` as the JSON text in that
+//! key's string. That value is not the JSON the text holds (a patch computed against it
+//! would be against another shape), and each such string is parsed with a fresh
+//! recursion limit, so a few kilobytes of them nest deep enough to overflow a thread's
+//! stack; a tree's text has one recursion limit, for all of it. Anything may hold such
+//! a key (a custom resource that keeps unknown fields, an annotation), so every JSON
+//! text graft reads from a request (the review, an annotation CEL decodes, the Multus
+//! annotation) is read here.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
