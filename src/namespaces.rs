@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use crate::tree::{Map, Tree};
 
 /// The metadata of a Namespace that policies can see.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -23,17 +23,26 @@ pub struct Namespace {
 impl Namespace {
     /// The `namespaceObject` CEL variable: the Namespace as a Kubernetes object, with
     /// the metadata graft knows (name, labels, annotations).
-    pub fn to_object(&self) -> Value {
-        json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {
-                "name": self.name,
-                "labels": self.labels,
-                "annotations": self.annotations,
-            },
-        })
+    pub fn to_object(&self) -> Tree<'static> {
+        let mut metadata = Map::with_capacity(3);
+        metadata.insert("name", Tree::from(self.name.as_str()));
+        metadata.insert("labels", strings(&self.labels));
+        metadata.insert("annotations", strings(&self.annotations));
+        let mut object = Map::with_capacity(3);
+        object.insert("apiVersion", Tree::from("v1"));
+        object.insert("kind", Tree::from("Namespace"));
+        object.insert("metadata", Tree::from(metadata));
+        Tree::from(object)
     }
+}
+
+/// Labels or annotations as a map of strings, in their keys' order.
+fn strings(map: &BTreeMap<String, String>) -> Tree<'static> {
+    let mut strings = Map::with_capacity(map.len());
+    for (key, value) in map {
+        strings.insert(key.clone(), Tree::from(value.as_str()));
+    }
+    Tree::from(strings)
 }
 
 /// The request namespace's data, as the caller resolved it.
@@ -96,13 +105,14 @@ pub fn read_namespaces(text: &str) -> Result<Vec<Namespace>, NamespacesError> {
     let mut namespaces: Vec<Namespace> = Vec::with_capacity(objects.len());
     for (index, object) in objects.iter().enumerate() {
         let index = index + 1;
+        let object = Tree::from(object);
         let name = object
             .pointer("/metadata/name")
-            .and_then(Value::as_str)
+            .and_then(Tree::as_str)
             .map(|name| format!(" (namespace {name})"))
             .unwrap_or_default();
         let namespace =
-            Namespace::from_object(object).map_err(|reason| NamespacesError::Object {
+            Namespace::from_object(&object).map_err(|reason| NamespacesError::Object {
                 index,
                 name: name.clone(),
                 reason,
@@ -122,8 +132,8 @@ pub fn read_namespaces(text: &str) -> Result<Vec<Namespace>, NamespacesError> {
 impl Namespace {
     /// The Namespace a Kubernetes object describes: `apiVersion: v1`, `kind: Namespace`,
     /// a name, and labels and annotations whose values are strings.
-    pub fn from_object(object: &Value) -> Result<Namespace, String> {
-        let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or_default();
+    pub fn from_object(object: &Tree<'_>) -> Result<Namespace, String> {
+        let text = |key: &str| object.get(key).and_then(Tree::as_str).unwrap_or_default();
         if text("kind") != "Namespace" {
             return Err(format!("kind must be Namespace, got {:?}", text("kind")));
         }
@@ -136,23 +146,27 @@ impl Namespace {
         let metadata = object.get("metadata");
         let name = metadata
             .and_then(|m| m.get("name"))
-            .and_then(Value::as_str)
+            .and_then(Tree::as_str)
             .filter(|name| !name.is_empty())
             .ok_or("metadata.name must be a non-empty string")?;
         let map = |key: &str| -> Result<BTreeMap<String, String>, String> {
-            match metadata.and_then(|m| m.get(key)) {
-                None | Some(Value::Null) => Ok(BTreeMap::new()),
-                Some(Value::Object(map)) => map
-                    .iter()
-                    .map(|(k, v)| match v {
-                        Value::String(v) => Ok((k.clone(), v.clone())),
-                        other => Err(format!(
-                            "metadata.{key}.{k}: expected a string, got {other} (quote it)"
-                        )),
-                    })
-                    .collect(),
-                Some(other) => Err(format!("metadata.{key}: expected a map, got {other}")),
+            let Some(value) = metadata.and_then(|m| m.get(key)) else {
+                return Ok(BTreeMap::new());
+            };
+            if value.is_null() {
+                return Ok(BTreeMap::new());
             }
+            let map = value
+                .as_map()
+                .ok_or_else(|| format!("metadata.{key}: expected a map, got {value}"))?;
+            map.iter()
+                .map(|(k, v)| match v.as_str() {
+                    Some(v) => Ok((k.to_string(), v.to_string())),
+                    None => Err(format!(
+                        "metadata.{key}.{k}: expected a string, got {v} (quote it)"
+                    )),
+                })
+                .collect()
         };
         Ok(Namespace {
             name: name.to_string(),
@@ -208,6 +222,8 @@ impl NamespaceSource for NamespaceMap {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -11,7 +11,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("k8s", &["jsonpath", "tree"]),
     ("manifests", &[]),
     ("expr", &["k8s", "tree"]),
-    ("namespaces", &["k8s"]),
+    ("namespaces", &["k8s", "tree"]),
     ("policy", &["expr", "jsonpath", "k8s", "manifests", "tree"]),
     (
         "engine",

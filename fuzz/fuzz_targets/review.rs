@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
             let plain: serde_json::Value =
                 serde_json::from_slice(data).expect("the parse accepts what serde_json refuses");
             // serde_json's `Value` reads a map led by this key as more JSON text; graft
-            // reads it as written (`graft::k8s::json_text`), so such bodies differ by design.
+            // reads it as written (`graft::tree`), so such bodies differ by design.
             let raw_value_key = data
                 .windows(RAW_VALUE_KEY.len())
                 .any(|window| window == RAW_VALUE_KEY);

@@ -87,7 +87,7 @@ pub fn request_for(
         name,
         namespace,
         operation,
-        user_info: serde_json::json!({"username": "graft-offline"}),
+        user_info: Tree::from(serde_json::json!({"username": "graft-offline"})),
         object: object.map(Tree::from),
         old_object: old_object.map(Tree::from),
         dry_run: Some(false),

@@ -19,7 +19,6 @@ use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use super::{
     AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, resolve,
 };
-use crate::k8s::json_text::Plain;
 use crate::namespaces::{NamespaceData, NamespaceSource};
 use crate::policy::PolicySet;
 use crate::tree::{self, Tree};
@@ -263,7 +262,7 @@ impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
                 "namespace" => read(&mut request.namespace, &mut map, Field::Namespace)?,
                 "operation" => read(&mut request.operation, &mut map, Field::Operation)?,
                 "userInfo" => {
-                    request.user_info = map.next_value_seed(Plain)?;
+                    request.user_info = map.next_value_seed(tree::seed(OBJECT_DEPTH, &[]))?;
                     Field::UserInfo
                 }
                 "dryRun" => read(&mut request.dry_run, &mut map, Field::DryRun)?,

@@ -10,7 +10,7 @@ use super::input::ObjectInput;
 use crate::admission::{self, AdmissionRequest};
 use crate::engine::explain::{Explanation, Verdict, explain};
 use crate::engine::{Outcome, PolicyResult};
-use crate::tree::Tree;
+use crate::tree::{Operation, Tree};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -175,15 +175,11 @@ fn resource(request: &AdmissionRequest) -> String {
     text
 }
 
-/// `add /metadata/labels/app = "web"`, `remove /spec/x`, `move /a -> /b`.
-fn patch_line(operation: &json_patch::PatchOperation) -> String {
-    use json_patch::PatchOperation as Op;
+/// `add /metadata/labels/app = "web"`, `remove /spec/x`: the operations a diff writes.
+fn patch_line(operation: &Operation<'_>) -> String {
     match operation {
-        Op::Add(op) => format!("add {} = {}", op.path, op.value),
-        Op::Replace(op) => format!("replace {} = {}", op.path, op.value),
-        Op::Test(op) => format!("test {} = {}", op.path, op.value),
-        Op::Remove(op) => format!("remove {}", op.path),
-        Op::Move(op) => format!("move {} -> {}", op.from, op.path),
-        Op::Copy(op) => format!("copy {} -> {}", op.from, op.path),
+        Operation::Add { path, value } => format!("add {path} = {value}"),
+        Operation::Replace { path, value } => format!("replace {path} = {value}"),
+        Operation::Remove { path } => format!("remove {path}"),
     }
 }

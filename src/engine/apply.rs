@@ -2,7 +2,7 @@
 //! the path to what it changes.
 
 use super::Failure;
-use super::edit::{self, Editor, MergeOptions};
+use super::edit::{Editor, MergeOptions};
 use super::plan::{Planned, Target};
 use super::run::failure;
 use crate::jsonpath::{self, Token};
@@ -187,7 +187,7 @@ fn apply_target(
                     // contents, which are never logged.
                     format!(
                         "append takes a list of the items to add, and the value is {}",
-                        edit::kind_of(&value)
+                        value.type_name()
                     ),
                 ));
             };

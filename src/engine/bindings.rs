@@ -3,41 +3,58 @@
 
 use std::cell::OnceCell;
 
-use serde_json::{Map, Value, json};
-
 use super::matching::RequestFacts;
 use crate::expr::{RequestFields, request_fields};
 use crate::k8s::admission_request::AdmissionRequest;
-use crate::tree::Tree;
+use crate::tree::{Map, Tree};
 
 /// The `request` variable CEL expressions see, with the fields in `fields`: those the
 /// review's candidate policies can read (`expr::request_fields`).
-pub fn request_binding(request: &AdmissionRequest<'_>, fields: RequestFields) -> Value {
-    let mut binding = Map::new();
+pub fn request_binding(request: &AdmissionRequest<'_>, fields: RequestFields) -> Tree<'static> {
+    let mut binding = Map::with_capacity(request_fields::FIELDS.len());
     for field in request_fields::FIELDS {
         if fields.includes(field) {
-            binding.insert(field.to_string(), request_field(request, field));
+            binding.insert(field, request_field(request, field));
         }
     }
-    Value::Object(binding)
+    Tree::from(binding)
 }
 
-/// One field of the `request` binding.
-fn request_field(request: &AdmissionRequest<'_>, field: &str) -> Value {
-    let text = |value: &Option<String>| Value::String(value.clone().unwrap_or_default());
+/// One field of the `request` binding, as serde writes it.
+fn request_field(request: &AdmissionRequest<'_>, field: &str) -> Tree<'static> {
+    let text = |value: &Option<String>| Tree::from(value.as_deref().unwrap_or_default());
+    let (kind, resource) = (&request.kind, &request.resource);
     match field {
-        "uid" => Value::String(request.uid.clone()),
-        "kind" => json!(request.kind),
-        "resource" => json!(request.resource),
+        "uid" => Tree::from(request.uid.as_str()),
+        "kind" => strings([
+            ("group", &kind.group),
+            ("version", &kind.version),
+            ("kind", &kind.kind),
+        ]),
+        "resource" => strings([
+            ("group", &resource.group),
+            ("version", &resource.version),
+            ("resource", &resource.resource),
+        ]),
         "subResource" => text(&request.sub_resource),
         "name" => text(&request.name),
         "namespace" => text(&request.namespace),
-        "operation" => Value::String(request.operation.clone()),
-        "userInfo" => request.user_info.clone(),
-        "dryRun" => Value::Bool(request.dry_run.unwrap_or(false)),
+        "operation" => Tree::from(request.operation.as_str()),
+        "userInfo" => request.user_info.clone().into_static(),
+        "dryRun" => Tree::Bool(request.dry_run.unwrap_or(false)),
         // `request_fields::FIELDS` names no other field.
-        _ => Value::Null,
+        _ => Tree::Null,
     }
+}
+
+/// A map of strings, its keys in the order given: a group, version and kind or
+/// resource, in the order of their struct's fields, which serde writes them in.
+fn strings(entries: [(&'static str, &String); 3]) -> Tree<'static> {
+    let mut map = Map::with_capacity(entries.len());
+    for (key, value) in entries {
+        map.insert(key, Tree::from(value.as_str()));
+    }
+    Tree::from(map)
 }
 
 /// The bindings one review shares between its policies, each built on first use: most
@@ -62,7 +79,7 @@ impl SharedBindings {
 
     pub(super) fn request(&self, request: &AdmissionRequest<'_>) -> &Tree<'static> {
         self.request
-            .get_or_init(|| Tree::from(request_binding(request, self.request_fields)))
+            .get_or_init(|| request_binding(request, self.request_fields))
     }
 
     /// `namespaceObject`, or why the namespace's data is missing.
@@ -76,9 +93,7 @@ impl SharedBindings {
         let built = if facts.namespace.is_empty() {
             None
         } else {
-            Some(Tree::from(
-                facts.namespace_data.known(facts.namespace)?.to_object(),
-            ))
+            Some(facts.namespace_data.known(facts.namespace)?.to_object())
         };
         Ok(self.namespace_object.get_or_init(|| built).as_ref())
     }
@@ -137,7 +152,7 @@ mod tests {
     #[test]
     fn a_request_binding_holds_the_fields_read() {
         let request = request();
-        let whole = request_binding(&request, RequestFields::ALL);
+        let whole = request_binding(&request, RequestFields::ALL).to_value();
         let program = cel::Env::stdlib()
             .compile("request.namespace == '' || request.userInfo.username == ''")
             .unwrap();

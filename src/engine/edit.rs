@@ -112,7 +112,7 @@ impl<'e, 't> Editor<'e, 't> {
             (other, last) => Err(EditError::NotAContainer {
                 at: jsonpath::display(at),
                 parent: jsonpath::display(parents),
-                kind: kind_of(other),
+                kind: other.type_name(),
                 wants: wanted_by(last),
             }),
         }
@@ -130,7 +130,7 @@ impl<'e, 't> Editor<'e, 't> {
         if parent.is_null() {
             *parent = Tree::from(Map::new());
         }
-        let kind = kind_of(parent.resolved());
+        let kind = parent.type_name();
         match last {
             Token::Key(key) => {
                 if let Some(map) = parent.map_mut() {
@@ -205,7 +205,7 @@ impl<'e, 't> Editor<'e, 't> {
         if into_root {
             for (what, tree) in [("the value", &fragment), ("the object", existing)] {
                 if !matches!(tree.resolved(), Tree::Map(_)) {
-                    let kind = kind_of(tree);
+                    let kind = tree.type_name();
                     return Err(EditError::RootNotAnObject { what, kind });
                 }
             }
@@ -245,7 +245,7 @@ impl<'e, 't> Editor<'e, 't> {
             Some(other) => {
                 return Err(EditError::NotAList {
                     at: jsonpath::display(at),
-                    kind: kind_of(other),
+                    kind: other.type_name(),
                 });
             }
         };
@@ -544,19 +544,6 @@ fn remove_at<'t>(object: &mut Tree<'t>, at: &[Token]) -> Option<Tree<'t>> {
             let i = array_index(*index, items.len())?;
             Some(items.remove(i))
         }
-    }
-}
-
-/// The JSON type of `value`, with its article, for messages: never the value itself,
-/// which may be the object's contents (`k8s::json_text::type_name`, for a JSON value).
-pub(super) fn kind_of(value: &Tree<'_>) -> &'static str {
-    match value.resolved() {
-        Tree::Null | Tree::Text(_) => "null",
-        Tree::Bool(_) => "a boolean",
-        Tree::Number(_) => "a number",
-        Tree::String(_) => "a string",
-        Tree::List(_) => "a list",
-        Tree::Map(_) => "an object",
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::tree::Tree;
+use crate::tree::{self, Tree};
 
 use super::matching::{
     Blocker, RequestBlocker, RequestFacts, object_blocker, request_blocker, request_matches,
@@ -44,7 +44,7 @@ pub enum Verdict {
     NotMatched { condition: String },
     /// It matched and changed the object ([`PolicyResult::Applied`]), by this patch
     /// (against the object as it found it), which only an explanation computes.
-    Applied { patch: json_patch::Patch },
+    Applied { patch: tree::Patch<'static> },
     /// It matched, with any other result, as the evaluation reports it.
     Matched(PolicyResult),
 }
@@ -101,7 +101,7 @@ pub fn explain<'t>(
 #[derive(Debug)]
 enum Look {
     NotMatched(String),
-    Changed(json_patch::Patch),
+    Changed(tree::Patch<'static>),
     Other,
 }
 
@@ -132,7 +132,7 @@ impl Observer for Explainer {
             PolicyRun::Matched(PolicyResult::Applied) => Look::Changed(
                 self.before
                     .as_ref()
-                    .map(|before| crate::tree::diff(before, object).to_json_patch())
+                    .map(|before| tree::diff(before, object).into_static())
                     .unwrap_or_default(),
             ),
             PolicyRun::Matched(_) => Look::Other,
@@ -166,7 +166,7 @@ fn verdict_of(result: &PolicyResult, looked: Option<Look>) -> Verdict {
         PolicyResult::Applied => Verdict::Applied {
             patch: match looked {
                 Some(Look::Changed(patch)) => patch,
-                _ => json_patch::Patch(Vec::new()),
+                _ => tree::Patch::default(),
             },
         },
         result => Verdict::Matched(result.clone()),
@@ -468,11 +468,9 @@ fn got(value: Option<&str>) -> String {
 /// (`"5"` is shown quoted, so that it is not taken for the number 5).
 fn compact(value: &Tree<'_>) -> String {
     match value {
-        Tree::String(text)
-            if serde_json::from_str::<serde_json::Value>(text).is_err_and(|_| !text.is_empty()) =>
-        {
+        Tree::String(text) if Tree::parse(text).is_err_and(|_| !text.is_empty()) => {
             text.to_string()
         }
-        other => other.to_value().to_string(),
+        other => other.to_string(),
     }
 }

@@ -64,7 +64,7 @@ pub enum PolicyResult {
     /// Matched but the object was already as the policy wants it.
     Unchanged,
     /// Audit mode: would have changed the object by this patch; the change was not applied.
-    Audited { patch: json_patch::Patch },
+    Audited { patch: tree::Patch<'static> },
     /// Failed with `failurePolicy: Ignore`: skipped, with a warning.
     Ignored(Failure),
     /// Failed with `failurePolicy: Fail`: the request is denied.

@@ -60,7 +60,7 @@ pub(super) fn plan_policy<'p, 'a>(
         let value = scope
             .evaluate(&variable.expression)
             .map_err(|e| failure(format!("spec.variables[{i}] ({})", variable.name), e))?;
-        scope.set_variable(&variable.name, value);
+        scope.set_variable(&variable.name, &value);
     }
     for (i, validation) in policy.validations.iter().enumerate() {
         let field = || format!("spec.validations[{i}]");

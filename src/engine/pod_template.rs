@@ -8,7 +8,7 @@
 //! the stand-in gets `<controller name>-`, so `names: ["web-*"]` matches the pods of
 //! the Deployment `web`. What was added is taken off before the template goes back.
 
-use serde_json::Value;
+use json_patch::jsonptr::PointerBuf;
 
 use super::PolicyResult;
 use super::bindings::SharedBindings;
@@ -19,7 +19,7 @@ use crate::jsonpath::{self, Token};
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::k8s::pod_controllers::PodController;
 use crate::policy::CompiledPolicy;
-use crate::tree::{Map, Tree};
+use crate::tree::{self, Map, Tree};
 
 /// Runs `policy` on the template of `controller` in the edited object. A controller
 /// object without a template is not the policy's.
@@ -167,19 +167,11 @@ fn stand_in<'t>(template: &Map<'t>, generate_name: Option<String>) -> (Tree<'t>,
 }
 
 /// The stand-in's patch, as operations on the controller object.
-fn prefixed(patch: json_patch::Patch, template: &[&str]) -> json_patch::Patch {
-    let prefix: String = template.iter().map(|key| format!("/{key}")).collect();
-    let Ok(mut operations) = serde_json::to_value(&patch) else {
-        return patch;
-    };
-    if let Value::Array(operations) = &mut operations {
-        for operation in operations {
-            for key in ["path", "from"] {
-                if let Some(Value::String(pointer)) = operation.get_mut(key) {
-                    *pointer = format!("{prefix}{pointer}");
-                }
-            }
-        }
+fn prefixed(mut patch: tree::Patch<'static>, template: &[&str]) -> tree::Patch<'static> {
+    let prefix = PointerBuf::from_tokens(template.iter().copied());
+    for operation in &mut patch.0 {
+        let path = operation.path_mut();
+        *path = prefix.concat(path);
     }
-    serde_json::from_value(operations).unwrap_or(patch)
+    patch
 }

@@ -156,7 +156,7 @@ fn look<'p>(
         ));
     }
     if policy.mode == Mode::Audit {
-        let patch = tree::diff(&before, object).to_json_patch();
+        let patch = tree::diff(&before, object).into_static();
         **object = before;
         return Ok(PolicyRun::Matched(if patch.0.is_empty() {
             PolicyResult::Unchanged

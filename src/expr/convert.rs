@@ -15,38 +15,40 @@ use cel::common::types::{
     CelUInt, DYN_TYPE, Kind, LIST_TYPE, MAP_TYPE, Type,
 };
 use cel::common::value::{Builtin, BuiltinRef, StaticVal, Val};
-use serde_json::{Map, Number, Value};
+use serde_json::Number;
 
 use super::ExprError;
 use crate::k8s::MAX_STRING_BYTES;
+use crate::tree::{Map, Tree};
 
 /// Deeper values are refused instead of risking the stack. Kubernetes objects
 /// stay far shallower, and serde_json refuses to parse beyond 128 levels.
 pub const MAX_DEPTH: usize = 256;
 
 /// JSON to CEL, copying strings, for values the evaluation does not outlive.
-pub fn json_to_owned_val(value: &Value) -> Result<Box<dyn Val + 'static>, ExprError> {
+pub fn json_to_owned_val(value: &Tree<'_>) -> Result<Box<dyn Val + 'static>, ExprError> {
     to_val(value, 0)
 }
 
-fn to_val(value: &Value, depth: usize) -> Result<Box<dyn Val + 'static>, ExprError> {
+fn to_val(value: &Tree<'_>, depth: usize) -> Result<Box<dyn Val + 'static>, ExprError> {
     if depth > MAX_DEPTH {
         return Err(too_deep());
     }
-    Ok(match value {
-        Value::Null => Box::new(CelNull),
-        Value::Bool(b) => Box::new(CelBool::from(*b)),
-        Value::Number(n) => number_to_val(n),
-        Value::String(s) => Box::new(CelString::from(s.to_owned())),
-        Value::Array(items) => Box::new(CelList::from(
+    Ok(match value.resolved() {
+        // A resolved tree is no text: `null` only keeps the match whole.
+        Tree::Null | Tree::Text(_) => Box::new(CelNull),
+        Tree::Bool(b) => Box::new(CelBool::from(*b)),
+        Tree::Number(n) => number_to_val(n),
+        Tree::String(s) => Box::new(CelString::from(s.to_string())),
+        Tree::List(items) => Box::new(CelList::from(
             items
                 .iter()
                 .map(|item| to_val(item, depth + 1))
                 .collect::<Result<Vec<_>, _>>()?,
         )),
-        Value::Object(fields) => {
+        Tree::Map(fields) => {
             let mut map = HashMap::with_capacity(fields.len());
-            for (key, item) in fields {
+            for (key, item) in fields.iter() {
                 map.insert(
                     CelMapKey::String(CelString::from(key.to_owned())),
                     to_val(item, depth + 1)?,
@@ -176,7 +178,7 @@ pub(super) fn number_to_val<'o>(n: &Number) -> Box<dyn Val + 'o> {
 /// only [`argument_json`] reads it.
 #[derive(Debug)]
 pub struct JsonArgument {
-    json: Value,
+    json: Tree<'static>,
     ty: &'static Type,
 }
 
@@ -225,7 +227,7 @@ impl StaticVal for JsonArgument {}
 
 /// [`val_to_json`] for an argument that may have been converted at load: borrowed from
 /// the policy when it was, so a call copies nothing the function does not keep.
-pub fn argument_json(value: &dyn Val) -> Result<Cow<'_, Value>, ExprError> {
+pub fn argument_json(value: &dyn Val) -> Result<Cow<'_, Tree<'static>>, ExprError> {
     match value.downcast_ref::<JsonArgument>() {
         Some(argument) => Ok(Cow::Borrowed(&argument.json)),
         None => val_to_json(value).map(Cow::Owned),
@@ -234,14 +236,14 @@ pub fn argument_json(value: &dyn Val) -> Result<Cow<'_, Value>, ExprError> {
 
 /// CEL to JSON. Map keys are sorted and stringified; an optional becomes its
 /// value or null; bytes, durations, timestamps and types have no JSON form.
-pub fn val_to_json(value: &dyn Val) -> Result<Value, ExprError> {
+pub fn val_to_json(value: &dyn Val) -> Result<Tree<'static>, ExprError> {
     let mut budget = MAX_STRING_BYTES;
     to_json(value, 0, &mut budget)
 }
 
 /// Every value spends roughly its serialized size from `budget`, so a result
 /// bigger than the string cap is refused before it is built in full.
-fn to_json(value: &dyn Val, depth: usize, budget: &mut usize) -> Result<Value, ExprError> {
+fn to_json(value: &dyn Val, depth: usize, budget: &mut usize) -> Result<Tree<'static>, ExprError> {
     if depth > MAX_DEPTH {
         return Err(too_deep());
     }
@@ -254,22 +256,22 @@ fn to_json(value: &dyn Val, depth: usize, budget: &mut usize) -> Result<Value, E
     match ty.kind() {
         Kind::NullType => {
             spend(budget, 4)?;
-            Ok(Value::Null)
+            Ok(Tree::Null)
         }
         Kind::Boolean => {
             spend(budget, 5)?;
             let b = value.downcast_ref::<CelBool>().ok_or_else(unsupported)?;
-            Ok(Value::Bool(*b.inner()))
+            Ok(Tree::Bool(*b.inner()))
         }
         Kind::Int => {
             spend(budget, 20)?;
             let i = value.downcast_ref::<CelInt>().ok_or_else(unsupported)?;
-            Ok(Value::from(*i.inner()))
+            Ok(Tree::from(*i.inner()))
         }
         Kind::UInt => {
             spend(budget, 20)?;
             let u = value.downcast_ref::<CelUInt>().ok_or_else(unsupported)?;
-            Ok(Value::from(*u.inner()))
+            Ok(Tree::Number(Number::from(*u.inner())))
         }
         Kind::Double => {
             spend(budget, 24)?;
@@ -278,13 +280,13 @@ fn to_json(value: &dyn Val, depth: usize, budget: &mut usize) -> Result<Value, E
                 .ok_or_else(unsupported)?
                 .inner();
             Number::from_f64(d)
-                .map(Value::Number)
+                .map(Tree::Number)
                 .ok_or_else(|| ExprError::Evaluate(format!("the double {d} has no JSON form")))
         }
         Kind::String => {
             let s = value.downcast_ref::<CelString>().ok_or_else(unsupported)?;
             spend(budget, s.inner().len() + 2)?;
-            Ok(Value::String(s.inner().to_owned()))
+            Ok(Tree::from(s.inner().to_owned()))
         }
         Kind::List => {
             let list = value.downcast_ref::<CelList>().ok_or_else(unsupported)?;
@@ -296,7 +298,7 @@ fn to_json(value: &dyn Val, depth: usize, budget: &mut usize) -> Result<Value, E
                     to_json(item.as_ref(), depth + 1, budget)
                 })
                 .collect::<Result<Vec<_>, _>>()
-                .map(Value::Array)
+                .map(Tree::from)
         }
         Kind::Map => {
             let map = value.downcast_ref::<CelMap>().ok_or_else(unsupported)?;
@@ -317,12 +319,12 @@ fn to_json(value: &dyn Val, depth: usize, budget: &mut usize) -> Result<Value, E
                     )));
                 }
             }
-            Ok(Value::Object(object))
+            Ok(Tree::from(object))
         }
         Kind::Opaque => match value.downcast_ref::<CelOptional>() {
             Some(optional) => match optional.option() {
                 Some(inner) => to_json(inner, depth + 1, budget),
-                None => Ok(Value::Null),
+                None => Ok(Tree::Null),
             },
             None => Err(unsupported()),
         },
@@ -349,7 +351,7 @@ fn too_large() -> ExprError {
 
 /// Compact JSON text. Keys come out sorted because every value handed here
 /// was built by [`val_to_json`], which inserts them in order.
-pub fn to_json_string(value: &Value) -> Result<String, ExprError> {
+pub fn to_json_string(value: &Tree<'_>) -> Result<String, ExprError> {
     let text = serde_json::to_string(value)
         .map_err(|e| ExprError::Evaluate(format!("cannot encode JSON: {e}")))?;
     if text.len() > MAX_STRING_BYTES {

@@ -27,11 +27,11 @@ use cel::common::types::{
 };
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
-use serde_json::Value;
 
 use super::convert;
 use crate::k8s::image::ImageReference;
-use crate::k8s::{MAX_STRING_BYTES, json_text, multus, ordinal, quantity};
+use crate::k8s::{MAX_STRING_BYTES, multus, ordinal, quantity};
+use crate::tree::{Map, Tree};
 
 type CelResult<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
@@ -223,7 +223,7 @@ fn scale_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
 fn json_decode<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     const NAME: &str = "jsonDecode";
     let [text] = arity::<1>(NAME, &args)?;
-    let json = json_text::parse(string_arg(NAME, text)?)
+    let json = Tree::parse(string_arg(NAME, text)?)
         .map_err(|e| fail(NAME, format!("invalid JSON: {e}")))?;
     let value = convert::json_to_owned_val(&json).map_err(|e| fail(NAME, e))?;
     Ok(CowVal::Owned(value))
@@ -250,7 +250,7 @@ fn annotation_json<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
         }
         let text = str_of(annotation)
             .ok_or_else(|| fail(NAME, format!("annotation '{key}' is not a string")))?;
-        let json = json_text::parse(text)
+        let json = Tree::parse(text)
             .map_err(|e| fail(NAME, format!("annotation '{key}' is not valid JSON: {e}")))?;
         convert::json_to_owned_val(&json)
             .map(Some)
@@ -276,12 +276,12 @@ fn multus_networks<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     const NAME: &str = "multusNetworks";
     let [existing, desired, namespace] = arity::<3>(NAME, &args)?;
     let desired = convert::argument_json(desired).map_err(|e| fail(NAME, e))?;
-    let Value::Array(desired) = desired.as_ref() else {
+    let Some(desired) = desired.as_list() else {
         return Err(fail(
             NAME,
             format!(
                 "desired networks must be a list, got {}",
-                crate::k8s::json_text::type_name(desired.as_ref())
+                desired.type_name()
             ),
         ));
     };
@@ -300,7 +300,7 @@ fn multus_parse<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     let [value, namespace] = arity::<2>(NAME, &args)?;
     let entries = multus::parse_resolved(string_arg(NAME, value)?, string_arg(NAME, namespace)?)
         .map_err(|e| fail(NAME, e))?;
-    let json = Value::Array(entries.into_iter().map(Value::Object).collect());
+    let json = Tree::from(entries.into_iter().map(Tree::from).collect::<Vec<_>>());
     let value = convert::json_to_owned_val(&json).map_err(|e| fail(NAME, e))?;
     Ok(CowVal::Owned(value))
 }
@@ -310,13 +310,12 @@ fn parse_image_reference<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v>
     const NAME: &str = "parseImageReference";
     let [text] = arity::<1>(NAME, &args)?;
     let reference = ImageReference::parse(string_arg(NAME, text)?).map_err(|e| fail(NAME, e))?;
-    let json = serde_json::json!({
-        "registry": reference.registry,
-        "repository": reference.repository,
-        "tag": reference.tag,
-        "digest": reference.digest,
-    });
-    let value = convert::json_to_owned_val(&json).map_err(|e| fail(NAME, e))?;
+    let mut json = Map::with_capacity(4);
+    json.insert("registry", Tree::from(reference.registry));
+    json.insert("repository", Tree::from(reference.repository));
+    json.insert("tag", Tree::from(reference.tag));
+    json.insert("digest", Tree::from(reference.digest));
+    let value = convert::json_to_owned_val(&Tree::from(json)).map_err(|e| fail(NAME, e))?;
     Ok(CowVal::Owned(value))
 }
 
@@ -327,15 +326,12 @@ fn format_image_reference<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v
     let [parts] = arity::<1>(NAME, &args)?;
     let json = convert::val_to_json(parts).map_err(|e| fail(NAME, e))?;
     let part = |key: &str, required: bool| match json.get(key) {
-        Some(Value::String(text)) => Ok(text.clone()),
-        None | Some(Value::Null) if !required => Ok(String::new()),
-        None | Some(Value::Null) => Err(fail(NAME, format!("the map has no {key}"))),
+        Some(Tree::String(text)) => Ok(text.to_string()),
+        None | Some(Tree::Null) if !required => Ok(String::new()),
+        None | Some(Tree::Null) => Err(fail(NAME, format!("the map has no {key}"))),
         Some(other) => Err(fail(
             NAME,
-            format!(
-                "{key} must be a string, got {}",
-                crate::k8s::json_text::type_name(other)
-            ),
+            format!("{key} must be a string, got {}", other.type_name()),
         )),
     };
     let reference = ImageReference {

@@ -47,7 +47,6 @@ use cel::common::types::{CelMap, CelMapKey, CelNull, CelString};
 use cel::common::value::{CowVal, Val};
 use cel::context::VariableResolver;
 use cel::{Context, Env, Program};
-use serde_json::Value;
 
 use crate::tree::Tree;
 
@@ -303,8 +302,8 @@ impl<'a> Scope<'a> {
     }
 
     /// Makes `variables.NAME` available to later evaluations.
-    pub fn set_variable(&mut self, name: &str, value: Value) {
-        let value = match convert::json_to_owned_val(&value) {
+    pub fn set_variable(&mut self, name: &str, value: &Tree<'_>) {
+        let value = match convert::json_to_owned_val(value) {
             Ok(value) => value,
             Err(error) => {
                 let error = ExprError::Evaluate(format!("variable '{name}': {error}"));
@@ -328,7 +327,7 @@ impl<'a> Scope<'a> {
         });
     }
 
-    pub fn evaluate(&self, expression: &Expression) -> Result<Value, ExprError> {
+    pub fn evaluate(&self, expression: &Expression) -> Result<Tree<'static>, ExprError> {
         self.vars.prepare(expression.needs)?;
         let resolver = Resolver {
             vars: &self.vars,
@@ -350,10 +349,10 @@ impl<'a> Scope<'a> {
 
     pub fn evaluate_bool(&self, expression: &Expression) -> Result<bool, ExprError> {
         match self.evaluate(expression)? {
-            Value::Bool(b) => Ok(b),
+            Tree::Bool(b) => Ok(b),
             other => Err(ExprError::ResultType {
                 expected: "bool",
-                got: crate::k8s::json_text::type_name(&other),
+                got: other.type_name(),
             }),
         }
     }
@@ -500,9 +499,10 @@ impl Vars<'_> {
 }
 
 /// Evaluates `source` with every binding empty and no declarations: the tests of the
-/// function libraries, which need no object.
+/// function libraries, which need no object. The result is a `serde_json::Value`, which
+/// those tests write their expectations in.
 #[cfg(test)]
-pub(crate) fn evaluate_unbound(source: &str) -> Result<Value, ExprError> {
+pub(crate) fn evaluate_unbound(source: &str) -> Result<serde_json::Value, ExprError> {
     let empty = Tree::from(crate::tree::Map::new());
     let bindings = Bindings {
         object: &empty,
@@ -512,7 +512,9 @@ pub(crate) fn evaluate_unbound(source: &str) -> Result<Value, ExprError> {
         params: &empty,
     };
     let expression = Expression::compile(source, &Declarations::NONE)?;
-    Scope::new(bindings).evaluate(&expression)
+    Scope::new(bindings)
+        .evaluate(&expression)
+        .map(|value| value.to_value())
 }
 
 #[cfg(test)]

@@ -4,9 +4,8 @@
 //! expression's type (a map, a list, an int...). Any other string containing
 //! `{{` interpolates: literal text, with each expression rendered as text.
 //! Map keys are never templated. Subtrees without an expression are kept as
-//! trees, which a render shares instead of copying; a render is a tree.
-
-use serde_json::Value;
+//! trees, which a render shares instead of copying; a render is a tree, and so is what
+//! each expression gives.
 
 use super::convert::to_json_string;
 use super::{Declarations, ExprError, Expression, Needs, Scope};
@@ -55,7 +54,7 @@ enum Part {
 
 impl Template {
     pub fn compile(
-        value: &Value,
+        value: &Tree<'static>,
         declarations: &Declarations<'_>,
     ) -> Result<Template, TemplateError> {
         let mut needs = Needs::default();
@@ -101,16 +100,16 @@ impl Template {
 }
 
 fn compile_node(
-    value: &Value,
+    value: &Tree<'static>,
     path: &mut String,
     needs: &mut Needs,
     declarations: &Declarations<'_>,
 ) -> Result<Node, TemplateError> {
-    match value {
-        Value::String(text) if text.contains("{{") => {
+    match value.resolved() {
+        Tree::String(text) if text.contains("{{") => {
             compile_string(text, path, needs, declarations)
         }
-        Value::Array(items) => {
+        Tree::List(items) => {
             let mut nodes = Vec::with_capacity(items.len());
             for (index, item) in items.iter().enumerate() {
                 let len = path.len();
@@ -119,24 +118,27 @@ fn compile_node(
                 path.truncate(len);
             }
             if nodes.iter().all(|n| matches!(n, Node::Static(_))) {
-                return Ok(Node::Static(Tree::from(value)));
+                return Ok(Node::Static(value.clone()));
             }
             Ok(Node::Array(nodes))
         }
-        Value::Object(fields) => {
+        Tree::Map(fields) => {
             let mut nodes = Vec::with_capacity(fields.len());
-            for (key, item) in fields {
+            for (key, item) in fields.iter() {
                 let len = path.len();
                 push_key(path, key);
-                nodes.push((key.clone(), compile_node(item, path, needs, declarations)?));
+                nodes.push((
+                    key.to_string(),
+                    compile_node(item, path, needs, declarations)?,
+                ));
                 path.truncate(len);
             }
             if nodes.iter().all(|(_, n)| matches!(n, Node::Static(_))) {
-                return Ok(Node::Static(Tree::from(value)));
+                return Ok(Node::Static(value.clone()));
             }
             Ok(Node::Object(nodes))
         }
-        other => Ok(Node::Static(Tree::from(other))),
+        _ => Ok(Node::Static(value.clone())),
     }
 }
 
@@ -181,7 +183,6 @@ fn render_node(node: &Node, scope: &Scope<'_>) -> Result<Tree<'static>, ExprErro
         Node::Static(value) => Ok(value.clone()),
         Node::Typed { path, expression } => scope
             .evaluate(expression)
-            .map(Tree::from)
             .map_err(|e| in_context(e, path, expression)),
         Node::Text { path, parts } => {
             let mut out = String::new();
@@ -219,10 +220,10 @@ fn render_node(node: &Node, scope: &Scope<'_>) -> Result<Tree<'static>, ExprErro
 
 /// An interpolated value as text: strings raw, null empty, everything else
 /// as compact JSON (keys sorted).
-fn append_text(out: &mut String, value: &Value) -> Result<(), ExprError> {
+fn append_text(out: &mut String, value: &Tree<'_>) -> Result<(), ExprError> {
     match value {
-        Value::String(s) => out.push_str(s),
-        Value::Null => {}
+        Tree::String(s) => out.push_str(s),
+        Tree::Null => {}
         other => out.push_str(&to_json_string(other)?),
     }
     Ok(())

@@ -92,7 +92,15 @@ fn bindings<'a>(object: &'a Tree<'a>, request: &'a Tree<'a>, params: &'a Tree<'a
 fn eval_on(object: &Value, source: &str) -> Result<Value, ExprError> {
     let (object, request, params) = trees(object);
     let expression = compile(source)?;
-    Scope::new(bindings(&object, &request, &params)).evaluate(&expression)
+    Scope::new(bindings(&object, &request, &params))
+        .evaluate(&expression)
+        .map(|value| value.to_value())
+}
+
+/// An evaluation's result as a `serde_json::Value`, which the tests write their
+/// expectations in.
+fn as_json(result: Result<Tree<'static>, ExprError>) -> Result<Value, ExprError> {
+    result.map(|value| value.to_value())
 }
 
 fn eval(source: &str) -> Result<Value, ExprError> {
@@ -112,11 +120,12 @@ fn check_err(source: &str, needle: &str) {
 
 fn render(template: Value) -> Result<Value, ExprError> {
     let (object, request, params) = trees(&pod());
-    let template = Template::compile(&template, &declarations()).map_err(|e| e.error)?;
+    let template =
+        Template::compile(&Tree::from(template), &declarations()).map_err(|e| e.error)?;
     let bindings = bindings(&object, &request, &params);
     let mut scope = Scope::new(bindings);
-    scope.set_variable("key", json!("zone"));
-    scope.set_variable("value", json!("a"));
+    scope.set_variable("key", &Tree::from(json!("zone")));
+    scope.set_variable("value", &Tree::from(json!("a")));
     template.render(&scope).map(|rendered| rendered.to_value())
 }
 
@@ -240,12 +249,15 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
     let old = Tree::from(json!({"metadata": {"name": "old"}}));
     let mut scope = Scope::new(bindings(&object, &request, &params));
     let expr = |s: &str| compile(s).unwrap();
-    assert_eq!(scope.evaluate(&expr("oldObject == null")), Ok(json!(true)));
-    scope.set_variable("a", json!(2));
-    let doubled = scope.evaluate(&expr("variables.a * 2")).unwrap();
-    scope.set_variable("b", doubled);
     assert_eq!(
-        scope.evaluate(&expr("[variables.a, variables.b]")),
+        as_json(scope.evaluate(&expr("oldObject == null"))),
+        Ok(json!(true))
+    );
+    scope.set_variable("a", &Tree::from(json!(2)));
+    let doubled = scope.evaluate(&expr("variables.a * 2")).unwrap();
+    scope.set_variable("b", &doubled);
+    assert_eq!(
+        as_json(scope.evaluate(&expr("[variables.a, variables.b]"))),
         Ok(json!([2, 4]))
     );
     let with_old = Scope::new(Bindings {
@@ -253,7 +265,7 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
         ..bindings(&object, &request, &params)
     });
     assert_eq!(
-        with_old.evaluate(&expr("oldObject.metadata.name")),
+        as_json(with_old.evaluate(&expr("oldObject.metadata.name"))),
         Ok(json!("old"))
     );
 }
@@ -264,8 +276,8 @@ fn old_object_is_null_when_absent_and_variables_accumulate() {
 fn variables_read_as_a_map_of_them_does() {
     let (object, request, params) = trees(&pod());
     let mut scope = Scope::new(bindings(&object, &request, &params));
-    scope.set_variable("a", json!(2));
-    scope.set_variable("b", json!({"k": "v", "n": {"x": 1}}));
+    scope.set_variable("a", &Tree::from(json!(2)));
+    scope.set_variable("b", &Tree::from(json!({"k": "v", "n": {"x": 1}})));
     // `x` is declared and never set.
     let literal = "{'a': 2, 'b': {'k': 'v', 'n': {'x': 1}}}";
     for path in [
@@ -358,12 +370,12 @@ fn example_scale_quantity() {
     let mut scope = Scope::new(bindings(&object, &request, &params));
     let expr =
         compile("scaleQuantity(object.status.capacity.cpu, variables.cpuRatio, 'm')").unwrap();
-    scope.set_variable("cpuRatio", json!(1.5));
-    assert_eq!(scope.evaluate(&expr), Ok(json!("18")));
-    scope.set_variable("cpuRatio", json!(0.875));
-    assert_eq!(scope.evaluate(&expr), Ok(json!("10500m")));
-    scope.set_variable("cpuRatio", json!(2));
-    assert_eq!(scope.evaluate(&expr), Ok(json!("24")));
+    scope.set_variable("cpuRatio", &Tree::from(json!(1.5)));
+    assert_eq!(as_json(scope.evaluate(&expr)), Ok(json!("18")));
+    scope.set_variable("cpuRatio", &Tree::from(json!(0.875)));
+    assert_eq!(as_json(scope.evaluate(&expr)), Ok(json!("10500m")));
+    scope.set_variable("cpuRatio", &Tree::from(json!(2)));
+    assert_eq!(as_json(scope.evaluate(&expr)), Ok(json!("24")));
 }
 
 #[test]
@@ -481,7 +493,7 @@ fn wrong_argument_types_are_overload_errors() {
 #[test]
 fn template_static_values_are_cloned() {
     let value = json!({"a": [1, "x"], "b": "no braces } here"});
-    let template = Template::compile(&value, &declarations()).unwrap();
+    let template = Template::compile(&Tree::from(&value), &declarations()).unwrap();
     assert!(template.is_static());
     assert_eq!(template.needs(), Needs::default());
     assert_eq!(render(value.clone()), Ok(value));
@@ -515,7 +527,7 @@ fn template_typed_and_interpolated() {
 #[test]
 fn template_needs_are_the_union() {
     let template = Template::compile(
-        &json!(["{{ object.a }}", "x-{{ params.b }}"]),
+        &Tree::from(json!(["{{ object.a }}", "x-{{ params.b }}"])),
         &declarations(),
     )
     .unwrap();
@@ -532,7 +544,7 @@ fn template_needs_are_the_union() {
 
 #[test]
 fn template_compile_errors_carry_the_path() {
-    let error = |value: Value| Template::compile(&value, &declarations()).unwrap_err();
+    let error = |value: Value| Template::compile(&Tree::from(value), &declarations()).unwrap_err();
     let unterminated = error(json!({"spec": {"containers": [{"image": "x-{{ object.a"}]}}));
     assert_eq!(unterminated.path, "spec.containers[0].image");
     assert!(matches!(unterminated.error, ExprError::Compile(_)));
@@ -590,7 +602,7 @@ mod properties {
     proptest! {
         #[test]
         fn template_compile_never_panics(text in "[{}'\"a-z0-9 +.\\\\]{0,30}") {
-            let _ = Template::compile(&json!(text), &declarations());
+            let _ = Template::compile(&Tree::from(json!(text)), &declarations());
         }
 
         #[test]

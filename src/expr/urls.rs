@@ -20,10 +20,10 @@ use cel::common::types::{CelBool, CelString, STRING_TYPE, Type};
 use cel::common::value::{CowVal, StaticVal, Val};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
 use regex::Regex;
-use serde_json::{Map, Value};
 
 use super::convert;
 use super::functions::{Overload, arity, fail, string_arg};
+use crate::tree::{Map, Tree};
 
 type CelResult<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
@@ -145,18 +145,19 @@ impl Url {
 
     /// The query's values by key, as Go's `Query`: pairs split on `&`, `+` a space,
     /// and a pair with `;` or an invalid escape left out.
-    pub fn query(&self) -> Map<String, Value> {
+    pub fn query(&self) -> Map<'static> {
         let mut query = Map::new();
         for pair in self.raw_query.split('&') {
             if pair.is_empty() || pair.contains(';') || !escapes_valid(pair) {
                 continue;
             }
             for (key, value) in form_urlencoded::parse(pair.as_bytes()) {
-                let values = query
-                    .entry(key.into_owned())
-                    .or_insert_with(|| Value::Array(Vec::new()));
-                if let Value::Array(values) = values {
-                    values.push(Value::String(value.into_owned()));
+                let value = Tree::from(value.into_owned());
+                match query.get_mut(&key).and_then(Tree::list_mut) {
+                    Some(values) => values.push(value),
+                    None => {
+                        query.insert(key.into_owned(), Tree::from(vec![value]));
+                    }
                 }
             }
         }
@@ -324,7 +325,7 @@ fn get_escaped_path<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
 fn get_query<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
     const NAME: &str = "getQuery";
     let [url] = arity::<1>(NAME, &args)?;
-    let query = Value::Object(url_arg(NAME, url)?.query());
+    let query = Tree::from(url_arg(NAME, url)?.query());
     let value = convert::json_to_owned_val(&query).map_err(|e| fail(NAME, e))?;
     Ok(CowVal::Owned(value))
 }

@@ -80,8 +80,8 @@ fn with_conversion(
     params: &Value,
 ) -> Result<Value, String> {
     let converted = Converted {
-        object: convert::json_to_owned_val(object).map_err(|e| e.to_string())?,
-        params: convert::json_to_owned_val(params).map_err(|e| e.to_string())?,
+        object: convert::json_to_owned_val(&Tree::from(object)).map_err(|e| e.to_string())?,
+        params: convert::json_to_owned_val(&Tree::from(params)).map_err(|e| e.to_string())?,
     };
     // The expression as written: nothing folded, every part evaluated here.
     let program = expression
@@ -95,6 +95,7 @@ fn with_conversion(
         cel::Value::resolve_val(&unfolded, &context)
             .map_err(|e| e.to_string())
             .and_then(|value| convert::val_to_json(value.as_ref()).map_err(|e| e.to_string()))
+            .map(|value| value.to_value())
     });
     if exhausted {
         return Err(cost::exhausted_message());
@@ -114,6 +115,7 @@ fn with_views(expression: &Expression, object: &Value, params: &Value) -> Result
     };
     Scope::new(bindings)
         .evaluate(expression)
+        .map(|value| value.to_value())
         .map_err(|e| e.to_string())
 }
 

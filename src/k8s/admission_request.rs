@@ -2,7 +2,6 @@
 //! evaluates and the admission module parses and answers.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::tree::Tree;
 
@@ -27,7 +26,7 @@ pub struct GroupVersionResource {
 }
 
 /// The part of an AdmissionRequest the engine uses; unknown fields are ignored. The
-/// objects borrow their strings from the body they were read from (`'t`).
+/// objects and `userInfo` borrow their strings from the body they were read from (`'t`).
 /// `admission`'s parse reads it field by field; the derived `Deserialize` reads one
 /// from JSON text (tests, and what the parse is checked against).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -47,8 +46,8 @@ pub struct AdmissionRequest<'t> {
     pub namespace: Option<String>,
     #[serde(default)]
     pub operation: String,
-    #[serde(default)]
-    pub user_info: Value,
+    #[serde(default, borrow)]
+    pub user_info: Tree<'t>,
     #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
     pub object: Option<Tree<'t>>,
     #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
@@ -78,7 +77,7 @@ impl<'t> AdmissionRequest<'t> {
             name: self.name,
             namespace: self.namespace,
             operation: self.operation,
-            user_info: self.user_info,
+            user_info: self.user_info.into_static(),
             dry_run: self.dry_run,
         }
     }

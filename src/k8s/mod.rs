@@ -7,12 +7,10 @@
 //! - [`quantity`]: `resource.Quantity` strings (`500m`, `32Gi`, `129e6`), parse and format.
 //! - [`ordinal`]: a StatefulSet pod's ordinal, from its label or its name.
 //! - [`multus`]: the `k8s.v1.cni.cncf.io/networks` annotation, parse and merge.
-//! - [`lookup`]: key lookups in small `serde_json` maps by comparison, not hashing.
 //! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
 //! - [`resources`]: the resource names of the built-in API groups.
 //! - [`admission_request`]: the AdmissionRequest graft reads.
 //! - [`objects`]: Kubernetes objects from YAML or JSON text (documents, `kind: List`).
-//! - [`json_text`]: JSON text from a request read as plain JSON (every key as written).
 //! - [`image`]: container image references, parsed and normalised.
 //! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
 //! - [`schema`]: the shapes of the built-in kinds (fields, types, how lists, maps and
@@ -29,8 +27,6 @@ pub mod apply_configuration;
 pub mod go_text;
 pub mod image;
 pub mod json_patch_v4;
-pub mod json_text;
-pub mod lookup;
 pub mod merge_keys;
 pub mod multus;
 pub mod objects;

@@ -11,17 +11,17 @@
 //! annotation is the object's, and reasons are logged.
 
 use std::borrow::Cow;
-
-use serde_json::{Map, Value};
+use std::sync::Arc;
 
 use super::MAX_STRING_BYTES;
-use super::lookup::field;
+use crate::tree::{Map, Tree};
 
 /// The annotation Multus reads the pod's extra networks from.
 pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 
-/// One network attachment: a JSON object with at least a string `name`.
-pub type Network = Map<String, Value>;
+/// One network attachment: a JSON object with at least a string `name`, its strings
+/// borrowed from the annotation it was read from (`'t`) where they are in it as they are.
+pub type Network<'t> = Map<'t>;
 
 /// Why an annotation value or a desired network is unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,15 +45,15 @@ pub enum Form {
 
 /// The networks of an annotation value, in their order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Networks {
+pub struct Networks<'t> {
     pub form: Form,
-    pub entries: Vec<Network>,
+    pub entries: Vec<Network<'t>>,
 }
 
 /// Parses an annotation value. JSON entries keep their own keys and key order;
 /// short-form entries become `{"name", "namespace", "interface"}` objects with
 /// only the parts written.
-pub fn parse(value: &str) -> Result<Networks, MultusError> {
+pub fn parse(value: &str) -> Result<Networks<'_>, MultusError> {
     let trimmed = value.trim();
     if trimmed.is_empty() {
         return Ok(Networks {
@@ -77,11 +77,14 @@ pub fn parse(value: &str) -> Result<Networks, MultusError> {
 
 /// Parses and fills in each entry's namespace (`pod_namespace` when absent or
 /// empty), for policies that inspect the networks.
-pub fn parse_resolved(value: &str, pod_namespace: &str) -> Result<Vec<Network>, MultusError> {
+pub fn parse_resolved<'t>(
+    value: &'t str,
+    pod_namespace: &str,
+) -> Result<Vec<Network<'t>>, MultusError> {
     let mut entries = parse(value)?.entries;
     for entry in &mut entries {
         let namespace = namespace_of(entry, pod_namespace).to_string();
-        entry.insert("namespace".to_string(), Value::String(namespace));
+        entry.insert("namespace", Tree::from(namespace));
     }
     Ok(entries)
 }
@@ -95,7 +98,7 @@ pub fn parse_resolved(value: &str, pod_namespace: &str) -> Result<Vec<Network>, 
 /// (an empty value stays empty rather than becoming `[]`).
 pub fn merge(
     existing: &str,
-    desired: &[Value],
+    desired: &[Tree<'_>],
     pod_namespace: &str,
 ) -> Result<String, MultusError> {
     let Networks { entries, .. } = parse(existing)?;
@@ -103,7 +106,7 @@ pub fn merge(
         .iter()
         .enumerate()
         .map(|(index, network)| normalize_desired(index, network))
-        .collect::<Result<Vec<Cow<'_, Network>>, MultusError>>()?;
+        .collect::<Result<Vec<Cow<'_, Network<'_>>>, MultusError>>()?;
     // Each entry's (name, namespace) is found once: the presence test compares strings.
     let mut new = vec![false; normalized.len()];
     let mut present: Vec<(&str, &str)> = entries
@@ -126,7 +129,7 @@ pub fn merge(
         .iter()
         .zip(new)
         .filter_map(|(network, new)| new.then_some(network.as_ref()));
-    let list: Vec<&Network> = entries.iter().chain(added).collect();
+    let list: Vec<&Network<'_>> = entries.iter().chain(added).collect();
     let text = serde_json::to_string(&list).map_err(|e| MultusError::Annotation {
         reason: e.to_string(),
     })?;
@@ -136,26 +139,27 @@ pub fn merge(
     Ok(text)
 }
 
-fn parse_json(text: &str) -> Result<Networks, MultusError> {
+fn parse_json(text: &str) -> Result<Networks<'_>, MultusError> {
     let invalid = |reason: String| MultusError::Annotation { reason };
-    let items = match super::json_text::parse(text) {
-        Ok(Value::Array(items)) => items,
+    let items = match Tree::parse(text) {
+        Ok(Tree::List(items)) => items,
         // The caller sends only text that starts with `[`.
         Ok(_) => return Err(invalid("not a JSON list of networks".to_string())),
         Err(e) => return Err(invalid(format!("not a JSON list of networks: {e}"))),
     };
-    let entries = items
+    // Just parsed, the list and its maps are their own: taken, not copied.
+    let entries = Arc::unwrap_or_clone(items)
         .into_iter()
         .enumerate()
         .map(|(index, item)| match item {
-            Value::Object(entry) => {
+            Tree::Map(entry) => {
                 check_entry(&entry)
                     .map_err(|reason| invalid(format!("entry #{index}: {reason}")))?;
-                Ok(entry)
+                Ok(Arc::unwrap_or_clone(entry))
             }
             other => Err(invalid(format!(
                 "entry #{index} must be an object with a 'name', got {}",
-                super::json_text::type_name(&other)
+                other.type_name()
             ))),
         })
         .collect::<Result<_, _>>()?;
@@ -166,7 +170,7 @@ fn parse_json(text: &str) -> Result<Networks, MultusError> {
 }
 
 /// One short-form item: `[namespace/]name[@interface]`.
-fn parse_short(index: usize, item: &str) -> Result<Network, MultusError> {
+fn parse_short(index: usize, item: &str) -> Result<Network<'_>, MultusError> {
     let invalid = |reason: &str| MultusError::Annotation {
         reason: format!("entry #{index} {reason} (expected [namespace/]name[@interface])"),
     };
@@ -196,12 +200,12 @@ fn parse_short(index: usize, item: &str) -> Result<Network, MultusError> {
         return Err(invalid("has an empty or repeated part"));
     }
     let mut entry = Map::new();
-    entry.insert("name".to_string(), Value::from(name));
+    entry.insert("name", Tree::String(Cow::Borrowed(name)));
     if let Some(namespace) = namespace {
-        entry.insert("namespace".to_string(), Value::from(namespace));
+        entry.insert("namespace", Tree::String(Cow::Borrowed(namespace)));
     }
     if let Some(interface) = interface {
-        entry.insert("interface".to_string(), Value::from(interface));
+        entry.insert("interface", Tree::String(Cow::Borrowed(interface)));
     }
     Ok(entry)
 }
@@ -209,12 +213,15 @@ fn parse_short(index: usize, item: &str) -> Result<Network, MultusError> {
 /// A desired network as it will be written: keys `name`, `namespace`,
 /// `interface` first, the rest sorted, so output never depends on how the
 /// policy built the map.
-fn normalize_desired(index: usize, network: &Value) -> Result<Cow<'_, Network>, MultusError> {
+fn normalize_desired<'a, 't>(
+    index: usize,
+    network: &'a Tree<'t>,
+) -> Result<Cow<'a, Network<'t>>, MultusError> {
     let invalid = |reason: String| MultusError::Desired { index, reason };
-    let Value::Object(fields) = network else {
+    let Some(fields) = network.as_map() else {
         return Err(invalid(format!(
             "expected a map with a 'name', got {}",
-            super::json_text::type_name(network)
+            network.type_name()
         )));
     };
     check_entry(fields).map_err(invalid)?;
@@ -223,14 +230,13 @@ fn normalize_desired(index: usize, network: &Value) -> Result<Cow<'_, Network>, 
     if in_written_order(fields) {
         return Ok(Cow::Borrowed(fields));
     }
-    let mut entries: Vec<(&String, &Value)> = fields.iter().collect();
+    let mut entries: Vec<&(Cow<'t, str>, Tree<'t>)> = fields.entries().iter().collect();
     entries.sort_by(|(a, _), (b, _)| written_order(a, b));
-    Ok(Cow::Owned(
-        entries
-            .into_iter()
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect(),
-    ))
+    let mut sorted = Map::with_capacity(entries.len());
+    for (key, value) in entries {
+        sorted.insert(key.clone(), value.clone());
+    }
+    Ok(Cow::Owned(sorted))
 }
 
 /// The order of keys in a written entry: `name`, `namespace`, `interface`, then the rest
@@ -245,7 +251,7 @@ fn written_order(a: &str, b: &str) -> std::cmp::Ordering {
     rank(a).cmp(&rank(b)).then_with(|| a.cmp(b))
 }
 
-fn in_written_order(fields: &Network) -> bool {
+fn in_written_order(fields: &Network<'_>) -> bool {
     fields
         .keys()
         .zip(fields.keys().skip(1))
@@ -254,56 +260,76 @@ fn in_written_order(fields: &Network) -> bool {
 
 /// An entry needs a non-empty string name, and a string namespace if any:
 /// without them "already present" cannot be decided.
-fn check_entry(entry: &Network) -> Result<(), String> {
-    match field(entry, "name") {
-        Some(Value::String(name)) if !name.is_empty() => {}
-        Some(Value::String(_)) => {
+fn check_entry(entry: &Network<'_>) -> Result<(), String> {
+    let (name, namespace) = name_and_namespace(entry);
+    match name {
+        Some(Tree::String(name)) if !name.is_empty() => {}
+        Some(Tree::String(_)) => {
             return Err("'name' must be a non-empty string, got an empty string".to_string());
         }
         Some(other) => {
             return Err(format!(
                 "'name' must be a non-empty string, got {}",
-                super::json_text::type_name(other)
+                other.type_name()
             ));
         }
         None => return Err("missing 'name'".to_string()),
     }
-    match field(entry, "namespace") {
-        None | Some(Value::String(_)) => Ok(()),
+    match namespace {
+        None | Some(Tree::String(_)) => Ok(()),
         Some(other) => Err(format!(
             "'namespace' must be a string, got {}",
-            super::json_text::type_name(other)
+            other.type_name()
         )),
     }
 }
 
 /// What makes two entries the same network: the name, and the namespace Multus
 /// resolves.
-fn identity<'a>(entry: &'a Network, pod_namespace: &'a str) -> (&'a str, &'a str) {
-    (name_of(entry), namespace_of(entry, pod_namespace))
-}
-
-fn name_of(entry: &Network) -> &str {
-    field(entry, "name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+fn identity<'a>(entry: &'a Network<'_>, pod_namespace: &'a str) -> (&'a str, &'a str) {
+    let (name, namespace) = name_and_namespace(entry);
+    (
+        name.and_then(Tree::as_str).unwrap_or_default(),
+        resolved_namespace(namespace, pod_namespace),
+    )
 }
 
 /// Multus resolves a missing or empty namespace to the pod's own.
-fn namespace_of<'a>(entry: &'a Network, pod_namespace: &'a str) -> &'a str {
-    match field(entry, "namespace").and_then(Value::as_str) {
+fn namespace_of<'a>(entry: &'a Network<'_>, pod_namespace: &'a str) -> &'a str {
+    resolved_namespace(name_and_namespace(entry).1, pod_namespace)
+}
+
+fn resolved_namespace<'a>(namespace: Option<&'a Tree<'_>>, pod_namespace: &'a str) -> &'a str {
+    match namespace.and_then(Tree::as_str) {
         Some(namespace) if !namespace.is_empty() => namespace,
         _ => pod_namespace,
     }
 }
 
+/// The entry's `name` and `namespace`, found in one pass over its keys: every entry is
+/// asked for both, and has a few keys, which a scan compares faster than two lookups.
+fn name_and_namespace<'a, 't>(
+    entry: &'a Network<'t>,
+) -> (Option<&'a Tree<'t>>, Option<&'a Tree<'t>>) {
+    let (mut name, mut namespace) = (None, None);
+    for (key, value) in entry.iter() {
+        match key {
+            "name" => name = Some(value),
+            "namespace" => namespace = Some(value),
+            _ => {}
+        }
+    }
+    (name, namespace)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn merged(existing: &str, desired: Value, ns: &str) -> String {
-        let desired = desired.as_array().map(Vec::as_slice).unwrap_or_default();
+        let desired = Tree::from(desired);
+        let desired = desired.as_list().map(Vec::as_slice).unwrap_or_default();
         merge(existing, desired, ns).unwrap_or_else(|e| panic!("{existing}: {e}"))
     }
 
@@ -434,7 +460,7 @@ mod tests {
     fn parse_resolved_fills_in_namespaces() {
         let entries = parse_resolved("a@net1,x/b", "ns").unwrap();
         assert_eq!(
-            Value::Array(entries.into_iter().map(Value::Object).collect()),
+            Tree::from(entries.into_iter().map(Tree::from).collect::<Vec<_>>()),
             json!([{"name": "a", "interface": "net1", "namespace": "ns"}, {"name": "b", "namespace": "x"}])
         );
         assert!(parse_resolved("", "ns").unwrap().is_empty());
@@ -468,7 +494,8 @@ mod tests {
             json!([{"namespace": "n"}]),
             json!([{"name": ""}]),
         ] {
-            let desired = desired.as_array().map(Vec::as_slice).unwrap_or_default();
+            let desired = Tree::from(desired);
+            let desired = desired.as_list().map(Vec::as_slice).unwrap_or_default();
             let err = merge("", desired, "ns").unwrap_err();
             assert!(
                 matches!(err, MultusError::Desired { index: 0, .. }),
@@ -535,6 +562,7 @@ mod tests {
                 "desired network #1 is not valid: 'namespace' must be a string, got a number",
             ),
         ] {
+            let desired: Vec<Tree<'_>> = desired.into_iter().map(Tree::from).collect();
             let message = merge("", &desired, "ns").unwrap_err().to_string();
             assert_eq!(message, expected);
         }

@@ -38,9 +38,38 @@ impl Patch<'_> {
     pub fn to_json_patch(&self) -> json_patch::Patch {
         json_patch::Patch(self.0.iter().map(Operation::to_json_patch).collect())
     }
+
+    /// The patch with values free of the text their tree was parsed from, for a patch
+    /// kept beyond it (an audited policy's, in the evaluation's report).
+    pub fn into_static(self) -> Patch<'static> {
+        Patch(self.0.into_iter().map(Operation::into_static).collect())
+    }
 }
 
 impl Operation<'_> {
+    /// The pointer the operation writes at, to change.
+    pub fn path_mut(&mut self) -> &mut PointerBuf {
+        match self {
+            Operation::Add { path, .. }
+            | Operation::Remove { path }
+            | Operation::Replace { path, .. } => path,
+        }
+    }
+
+    fn into_static(self) -> Operation<'static> {
+        match self {
+            Operation::Add { path, value } => Operation::Add {
+                path,
+                value: value.into_static(),
+            },
+            Operation::Remove { path } => Operation::Remove { path },
+            Operation::Replace { path, value } => Operation::Replace {
+                path,
+                value: value.into_static(),
+            },
+        }
+    }
+
     fn to_json_patch(&self) -> PatchOperation {
         match self {
             Operation::Add { path, value } => PatchOperation::Add(AddOperation {

@@ -281,6 +281,20 @@ impl<'t> Tree<'t> {
         matches!(self, Tree::Null)
     }
 
+    /// The JSON type of the tree, with its article (`an object`, `a list`, `null`), as
+    /// messages name what they found: never the value itself, which may be the object's
+    /// contents, and reasons are logged.
+    pub fn type_name(&self) -> &'static str {
+        match self.resolved() {
+            Tree::Null | Tree::Text(_) => "null",
+            Tree::Bool(_) => "a boolean",
+            Tree::Number(_) => "a number",
+            Tree::String(_) => "a string",
+            Tree::List(_) => "a list",
+            Tree::Map(_) => "an object",
+        }
+    }
+
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Tree::Bool(b) => Some(*b),

@@ -1,9 +1,15 @@
 //! JSON text to a tree and back, through serde_json's own reader and writer: the tree
 //! refuses and accepts exactly the texts `serde_json::Value` does, and writes what
-//! `serde_json::Value` writes for the same JSON, with one difference it shares with graft's
-//! plain reading of request JSON (`k8s::json_text`): every key is a key as written, where
-//! `serde_json::Value` (with the `raw_value` feature) reads a map whose first key is its
-//! private `$serde_json::private::RawValue` as more JSON text.
+//! `serde_json::Value` writes for the same JSON, with one difference: every key is a key
+//! as written, where `serde_json::Value` (with the `raw_value` feature) reads a map whose
+//! first key is its private `$serde_json::private::RawValue` as the JSON text in that
+//! key's string. That value is not the JSON the text holds (a patch computed against it
+//! would be against another shape), and each such string is parsed with a fresh
+//! recursion limit, so a few kilobytes of them nest deep enough to overflow a thread's
+//! stack; a tree's text has one recursion limit, for all of it. Anything may hold such
+//! a key (a custom resource that keeps unknown fields, an annotation), so every JSON
+//! text graft reads from a request (the review, an annotation CEL decodes, the Multus
+//! annotation) is read here.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -390,15 +396,28 @@ impl Serialize for Tree<'_> {
                 }
                 seq.end()
             }
-            Tree::Map(map) => {
-                let mut out = serializer.serialize_map(Some(map.len()))?;
-                for (key, value) in map.iter() {
-                    out.serialize_entry(key, value)?;
-                }
-                out.end()
-            }
+            Tree::Map(map) => map.serialize(serializer),
             // Written as built, so that the output does not depend on whether it was read.
             Tree::Text(text) => text.tree().serialize(serializer),
         }
+    }
+}
+
+/// A map's entries in their order, as the map of a [`Tree`] writes them.
+impl Serialize for Map<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_map(Some(self.len()))?;
+        for (key, value) in self.iter() {
+            out.serialize_entry(key, value)?;
+        }
+        out.end()
+    }
+}
+
+/// Compact JSON text, as `serde_json::Value` displays the same JSON.
+impl fmt::Display for Tree<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        formatter.write_str(&text)
     }
 }

@@ -361,6 +361,62 @@ fn every_key_is_a_key_as_written_as_graft_reads_request_json() {
 }
 
 #[test]
+fn json_reads_as_serde_json_reads_it_keys_in_their_order() {
+    for text in [
+        r#"{"b": 1, "a": [true, null, -2, 2.5, 18446744073709551615, "s\u00e9\n"], "c": {}}"#,
+        "[]",
+        "\"s\"",
+        "1e300",
+        "null",
+    ] {
+        let tree = Tree::parse_owned(text).unwrap();
+        let value = serde_json::from_str::<Value>(text).unwrap();
+        assert_eq!(tree, value, "{text}");
+        // The key order is kept too.
+        assert_eq!(tree.to_string(), value.to_string());
+    }
+}
+
+#[test]
+fn serde_jsons_raw_value_key_is_a_key_like_any_other() {
+    const RAW: &str = "$serde_json::private::RawValue";
+    let text = json!({"spec": {RAW: "{\"replaced\": true}"}}).to_string();
+    // What `Value`'s own visitor makes of it, which is not what the text says.
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"spec": {"replaced": true}})
+    );
+    assert_eq!(
+        Tree::parse_owned(&text).unwrap(),
+        json!({"spec": {RAW: "{\"replaced\": true}"}})
+    );
+    assert_eq!(
+        Tree::parse_owned(&json!({RAW: 5}).to_string()).unwrap(),
+        json!({RAW: 5})
+    );
+}
+
+#[test]
+fn one_recursion_limit_for_the_whole_text() {
+    const RAW: &str = "$serde_json::private::RawValue";
+    // Each level hides the next in a string, which `Value`'s visitor parses with a
+    // fresh limit, down to the innermost value; here the text is read as written.
+    let mut text = "1".to_string();
+    for _ in 0..6 {
+        text = json!({RAW: text}).to_string();
+    }
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!(1));
+    let tree = Tree::parse_owned(&text).unwrap();
+    assert!(matches!(tree.get(RAW), Some(Tree::String(_))), "{tree}");
+    let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
+    assert!(Tree::parse_owned(&deep).is_err());
+    let invalid = ["{\"a\": 1e400}", "[1,]", "{\"a\": \"\\ud800\"}", "1 2"];
+    for text in invalid {
+        assert!(Tree::parse_owned(text).is_err(), "{text}");
+    }
+}
+
+#[test]
 fn equality_and_the_diff_stay_linear_however_deep_the_maps_nest() {
     // Equal all the way down but for the innermost value, with a sibling at each level: a
     // comparison that looked at a level twice would take 2^100 steps here.

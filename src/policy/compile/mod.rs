@@ -228,8 +228,9 @@ impl Compiler<'_> {
     }
 
     fn template(&mut self, field: &str, value: &Value) -> Option<ValueSource> {
-        match Template::compile(value, &self.declarations()) {
-            Ok(template) if template.is_static() => Some(ValueSource::Literal(Tree::from(value))),
+        let value = Tree::from(value);
+        match Template::compile(&value, &self.declarations()) {
+            Ok(template) if template.is_static() => Some(ValueSource::Literal(value)),
             Ok(template) => {
                 if !self.element_bound(field, "{{", template.needs()) {
                     return None;
