@@ -21,6 +21,9 @@ pub struct Finding {
     pub line: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// Whether `policy` names a MutatingAdmissionPolicyBinding rather than a policy.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub binding: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     pub message: String,
@@ -35,6 +38,7 @@ impl Finding {
             file: file.into(),
             line: None,
             policy: None,
+            binding: false,
             field: None,
             message: message.into(),
             hint: None,
@@ -59,6 +63,13 @@ impl Finding {
             self.policy = Some(policy);
         }
         self
+    }
+
+    /// The finding is about the MutatingAdmissionPolicyBinding `binding`.
+    pub fn in_binding(self, binding: impl Into<String>) -> Self {
+        let mut finding = self.in_policy(binding);
+        finding.binding = finding.policy.is_some();
+        finding
     }
 
     pub fn at_field(mut self, field: impl Into<String>) -> Self {
@@ -89,7 +100,8 @@ impl fmt::Display for Finding {
             write!(f, ": warning")?;
         }
         if let Some(policy) = &self.policy {
-            write!(f, ": policy {policy}")?;
+            let what = if self.binding { "binding" } else { "policy" };
+            write!(f, ": {what} {policy}")?;
         }
         if let Some(field) = &self.field {
             write!(f, ": {field}")?;

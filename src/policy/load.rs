@@ -8,6 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
+
+use super::admission_policy::model::{
+    AdmissionPolicyDocument, BINDING_KIND, BindingDocument, GROUP, POLICY_KIND, VERSIONS,
+};
 use super::findings::Finding;
 use super::model::{API_VERSION, KIND, PolicyDocument};
 
@@ -18,15 +23,53 @@ pub struct Source {
     pub text: String,
 }
 
-/// One parsed policy document and where it came from.
+/// One parsed document and where it came from.
 #[derive(Debug, Clone)]
-pub struct ParsedDocument {
+pub struct Located<T> {
     pub file: PathBuf,
     /// 1-based line of the document's first line in the file.
     pub first_line: usize,
     /// The document's own text, for locating compile findings.
     pub text: String,
-    pub document: PolicyDocument,
+    pub document: T,
+}
+
+/// A parsed graft `MutationPolicy`.
+pub type ParsedDocument = Located<PolicyDocument>;
+
+/// A parsed document of either dialect.
+#[derive(Debug, Clone)]
+pub enum Parsed {
+    /// graft's own `MutationPolicy`.
+    Mutation(ParsedDocument),
+    /// Kubernetes' `MutatingAdmissionPolicy`.
+    AdmissionPolicy(Located<AdmissionPolicyDocument>),
+    /// Kubernetes' `MutatingAdmissionPolicyBinding`.
+    Binding(Located<BindingDocument>),
+}
+
+/// Which kind of document a header names.
+enum Dialect {
+    Mutation,
+    AdmissionPolicy,
+    Binding,
+}
+
+impl Dialect {
+    fn of(header: &Header) -> Option<Dialect> {
+        if header.api_version == API_VERSION && header.kind == KIND {
+            return Some(Dialect::Mutation);
+        }
+        let version = header.api_version.strip_prefix(GROUP)?.strip_prefix('/')?;
+        if !VERSIONS.contains(&version) {
+            return None;
+        }
+        match header.kind.as_str() {
+            POLICY_KIND => Some(Dialect::AdmissionPolicy),
+            BINDING_KIND => Some(Dialect::Binding),
+            _ => None,
+        }
+    }
 }
 
 /// Reads every policy file named by `paths` (files, or directories of files).
@@ -108,8 +151,9 @@ fn read_file(path: &Path, sources: &mut Vec<Source>, findings: &mut Vec<Finding>
     }
 }
 
-/// Splits a source into YAML documents and parses each as a `MutationPolicy`.
-pub fn parse_source(source: &Source, findings: &mut Vec<Finding>) -> Vec<ParsedDocument> {
+/// Splits a source into YAML documents and parses each: a graft `MutationPolicy`, or a
+/// Kubernetes `MutatingAdmissionPolicy` or `MutatingAdmissionPolicyBinding`.
+pub fn parse_source(source: &Source, findings: &mut Vec<Finding>) -> Vec<Parsed> {
     let mut documents = Vec::new();
     for chunk in split_documents(&source.text) {
         if let Some(document) = parse_document(&source.path, &chunk, findings) {
@@ -201,11 +245,7 @@ fn has_content(text: &str) -> bool {
     })
 }
 
-fn parse_document(
-    file: &Path,
-    chunk: &Chunk,
-    findings: &mut Vec<Finding>,
-) -> Option<ParsedDocument> {
+fn parse_document(file: &Path, chunk: &Chunk, findings: &mut Vec<Finding>) -> Option<Parsed> {
     let line_of = |location: Option<serde_yaml::Location>| {
         location.map(|location| chunk.first_line + location.line() - 1)
     };
@@ -223,8 +263,9 @@ fn parse_document(
     };
     let header = Header::read(&value);
     let line = |needle: &str| locate(chunk, needle);
-    if header.api_version != API_VERSION || header.kind != KIND {
-        let (field, got) = if header.api_version != API_VERSION {
+    let Some(dialect) = Dialect::of(&header) else {
+        let graft_version = header.api_version == API_VERSION;
+        let (field, got) = if !graft_version && !header.api_version.starts_with(GROUP) {
             ("apiVersion", header.api_version.clone())
         } else {
             ("kind", header.kind.clone())
@@ -233,7 +274,8 @@ fn parse_document(
             Finding::error(
                 file,
                 format!(
-                    "unsupported {field} {got:?}: expected apiVersion {API_VERSION} and kind {KIND}"
+                    "unsupported {field} {got:?}: expected apiVersion {API_VERSION} and kind \
+                     {KIND}, or apiVersion {GROUP}/v1 and kind {POLICY_KIND} or {BINDING_KIND}"
                 ),
             )
             .at_line(line(field).or(Some(chunk.first_line)))
@@ -241,33 +283,81 @@ fn parse_document(
             .at_field(field),
         );
         return None;
+    };
+    match dialect {
+        Dialect::Mutation => {
+            if header.name.is_empty() {
+                findings.push(
+                    Finding::error(file, "missing metadata.name")
+                        .at_line(line("metadata").or(Some(chunk.first_line)))
+                        .at_field("metadata.name")
+                        .with_hint(
+                            "every policy needs a unique name; it appears in logs, metrics and \
+                             warnings",
+                        ),
+                );
+                return None;
+            }
+            deserialize(file, chunk, &header, &value, findings, UNKNOWN_FIELD_HINT)
+                .map(Parsed::Mutation)
+        }
+        // The apiserver's validation says what is missing (`metadata.name: Required value`).
+        Dialect::AdmissionPolicy => deserialize(
+            file,
+            chunk,
+            &header,
+            &value,
+            findings,
+            ADMISSION_UNKNOWN_FIELD_HINT,
+        )
+        .map(Parsed::AdmissionPolicy),
+        Dialect::Binding => deserialize(
+            file,
+            chunk,
+            &header,
+            &value,
+            findings,
+            ADMISSION_UNKNOWN_FIELD_HINT,
+        )
+        .map(Parsed::Binding),
     }
-    if header.name.is_empty() {
-        findings.push(
-            Finding::error(file, "missing metadata.name")
-                .at_line(line("metadata").or(Some(chunk.first_line)))
-                .at_field("metadata.name")
-                .with_hint(
-                    "every policy needs a unique name; it appears in logs, metrics and warnings",
-                ),
-        );
-        return None;
-    }
+}
+
+/// The document as `T`, or findings: every unknown field of a graft policy at once (from
+/// its JSON Schema), else the one serde stopped at.
+fn deserialize<T: DeserializeOwned>(
+    file: &Path,
+    chunk: &Chunk,
+    header: &Header,
+    value: &serde_yaml::Value,
+    findings: &mut Vec<Finding>,
+    unknown_hint: &str,
+) -> Option<Located<T>> {
+    let line = |needle: &str| locate(chunk, needle);
     let deserializer = serde_yaml::Deserializer::from_str(&chunk.text);
-    match serde_path_to_error::deserialize::<_, PolicyDocument>(deserializer) {
-        Ok(document) => Some(ParsedDocument {
+    match serde_path_to_error::deserialize::<_, T>(deserializer) {
+        Ok(document) => Some(Located {
             file: file.to_path_buf(),
             first_line: chunk.first_line,
             text: chunk.text.clone(),
             document,
         }),
-        Err(error) if error.inner().to_string().contains("unknown field") => {
+        Err(error)
+            if error.inner().to_string().contains("unknown field")
+                && unknown_hint == UNKNOWN_FIELD_HINT =>
+        {
             // Every unknown field at once, not only the one serde stopped at.
-            let unknown = serde_json::to_value(&value)
+            let unknown = serde_json::to_value(value)
                 .map(|document| super::unknown_fields::unknown_fields(&document))
                 .unwrap_or_default();
             if unknown.is_empty() {
-                findings.push(deserialize_finding(file, chunk, &header, &error));
+                findings.push(deserialize_finding(
+                    file,
+                    chunk,
+                    header,
+                    &error,
+                    unknown_hint,
+                ));
             }
             for field in unknown {
                 findings.push(
@@ -284,13 +374,21 @@ fn parse_document(
             None
         }
         Err(error) => {
-            findings.push(deserialize_finding(file, chunk, &header, &error));
+            findings.push(deserialize_finding(
+                file,
+                chunk,
+                header,
+                &error,
+                unknown_hint,
+            ));
             None
         }
     }
 }
 
 const UNKNOWN_FIELD_HINT: &str = "check the spelling against schema/mutationpolicy.schema.json";
+const ADMISSION_UNKNOWN_FIELD_HINT: &str =
+    "check the spelling against the admissionregistration.k8s.io/v1 API reference";
 
 /// The finding for the error serde stopped at.
 fn deserialize_finding(
@@ -298,6 +396,7 @@ fn deserialize_finding(
     chunk: &Chunk,
     header: &Header,
     error: &serde_path_to_error::Error<serde_yaml::Error>,
+    unknown_hint: &str,
 ) -> Finding {
     let line_of = |location: Option<serde_yaml::Location>| {
         location.map(|location| chunk.first_line + location.line() - 1)
@@ -325,8 +424,8 @@ fn deserialize_finding(
         .at_line(at)
         .in_policy(header.name.clone())
         .at_field(field);
-    if let Some(hint) = hint_for(&inner.to_string()) {
-        finding = finding.with_hint(hint);
+    if inner.to_string().contains("unknown field") {
+        finding = finding.with_hint(unknown_hint);
     }
     finding
 }
@@ -368,12 +467,6 @@ fn strip_location(error: &serde_yaml::Error) -> String {
         Some(index) => text[..index].to_string(),
         None => text,
     }
-}
-
-fn hint_for(message: &str) -> Option<&'static str> {
-    message
-        .contains("unknown field")
-        .then_some(UNKNOWN_FIELD_HINT)
 }
 
 /// The 1-based file line of the first line in the chunk that mentions `needle` as a key

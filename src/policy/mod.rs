@@ -51,8 +51,16 @@ fn compile_sources(
     mut findings: Vec<Finding>,
 ) -> Result<Loaded, Findings> {
     let mut parsed = Vec::new();
+    let mut admission_policies = Vec::new();
+    let mut bindings = Vec::new();
     for source in sources {
-        parsed.extend(load::parse_source(source, &mut findings));
+        for document in load::parse_source(source, &mut findings) {
+            match document {
+                load::Parsed::Mutation(document) => parsed.push(document),
+                load::Parsed::AdmissionPolicy(document) => admission_policies.push(document),
+                load::Parsed::Binding(document) => bindings.push(document),
+            }
+        }
     }
     let mut first_seen: HashMap<&str, &load::ParsedDocument> = HashMap::new();
     let mut compiled = Vec::new();
@@ -81,12 +89,34 @@ fn compile_sources(
             compiled.push(policy);
         }
     }
+    let admission =
+        admission_policy::load::compile_all(&admission_policies, &bindings, &mut findings);
+    // One name, one policy, whichever its dialect: logs, metrics and `graft explain`
+    // name policies by name alone.
+    for policy in &admission {
+        if let Some(first) = first_seen.get(policy.name.as_str()) {
+            findings.push(
+                Finding::error(
+                    &policy.file,
+                    format!(
+                        "duplicate policy name: a MutationPolicy of this name is defined at {}:{}",
+                        first.file.display(),
+                        first.first_line
+                    ),
+                )
+                .at_line(Some(policy.first_line))
+                .in_policy(policy.name.clone())
+                .at_field("metadata.name")
+                .with_hint("policy names must be unique across all files and both kinds"),
+            );
+        }
+    }
     if findings.iter().any(Finding::is_error) {
         return Err(Findings(findings));
     }
     let revision = revision_of(sources);
     Ok(Loaded {
-        set: PolicySet::new(compiled, revision),
+        set: PolicySet::new(compiled, admission, revision),
         warnings: findings,
     })
 }

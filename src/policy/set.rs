@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::admission_policy::compiled::CompiledAdmissionPolicy;
 use super::compiled::{CompiledPolicy, LabelGate, Operation, Requirement};
 use crate::expr::RequestFields;
 
@@ -156,6 +157,8 @@ pub struct PolicySet {
     wildcard: [Listed; 4],
     /// Whether any policy needs namespace data, computed at load.
     needs_namespaces: bool,
+    /// The MutatingAdmissionPolicies, in name order, each with its bindings.
+    admission: Vec<Arc<CompiledAdmissionPolicy>>,
     revision: String,
 }
 
@@ -193,11 +196,16 @@ fn slot(operation: Operation) -> usize {
 
 impl PolicySet {
     pub fn empty() -> PolicySet {
-        PolicySet::new(Vec::new(), super::revision_of(&[]))
+        PolicySet::new(Vec::new(), Vec::new(), super::revision_of(&[]))
     }
 
-    /// Sorts by (order, name) and builds the index.
-    pub fn new(mut policies: Vec<CompiledPolicy>, revision: String) -> PolicySet {
+    /// Sorts graft's policies by (order, name) and builds their index; `admission` are
+    /// the MutatingAdmissionPolicies, in name order.
+    pub fn new(
+        mut policies: Vec<CompiledPolicy>,
+        admission: Vec<CompiledAdmissionPolicy>,
+        revision: String,
+    ) -> PolicySet {
         policies.sort_by(|a, b| a.order.cmp(&b.order).then_with(|| a.name.cmp(&b.name)));
         number_label_gates(&mut policies);
         let policies: Vec<Arc<CompiledPolicy>> = policies.into_iter().map(Arc::new).collect();
@@ -254,7 +262,10 @@ impl PolicySet {
                 request_fields: policy.needs.request_fields,
             })
             .collect::<Vec<Reads>>();
-        let needs_namespaces = reads.iter().any(|reads| reads.namespace);
+        // The apiserver reads the namespace of every request a MutatingAdmissionPolicy
+        // runs for (`namespaceObject`, and a missing namespace is an error).
+        let needs_namespaces = reads.iter().any(|reads| reads.namespace)
+            || admission.iter().any(|policy| !policy.bindings.is_empty());
         // Per policy, the namespaces its `match.namespaces` names when they are all plain
         // names (no `*`); `None` when it matches any namespace or uses a pattern.
         let namespaces: Vec<Option<Box<[String]>>> = policies
@@ -280,8 +291,14 @@ impl PolicySet {
             index,
             wildcard: split(&wildcard, &namespaces, &reads),
             needs_namespaces,
+            admission: admission.into_iter().map(Arc::new).collect(),
             revision,
         }
+    }
+
+    /// The MutatingAdmissionPolicies, in the order graft runs them: by name.
+    pub fn admission_policies(&self) -> &[Arc<CompiledAdmissionPolicy>] {
+        &self.admission
     }
 
     /// A content hash of the sources: equal for identical policy files.
@@ -295,12 +312,13 @@ impl PolicySet {
         self.needs_namespaces
     }
 
+    /// How many policies the set has, of both dialects.
     pub fn len(&self) -> usize {
-        self.policies.len()
+        self.policies.len() + self.admission.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.policies.is_empty()
+        self.policies.is_empty() && self.admission.is_empty()
     }
 
     /// Every policy, in evaluation order.

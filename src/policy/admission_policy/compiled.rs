@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::validate::PatchType;
 use crate::policy::compiled::{Operation, Requirement};
 
 /// How a failure of the policy decides the request.
@@ -122,15 +123,34 @@ pub struct CompiledBinding {
     pub match_resources: Option<MatchResources>,
 }
 
+/// A named expression: a variable or a match condition.
+#[derive(Debug)]
+pub struct NamedSource {
+    pub name: String,
+    pub source: String,
+}
+
+/// One mutation.
+#[derive(Debug)]
+pub struct Mutation {
+    pub patch_type: PatchType,
+    pub source: String,
+}
+
 /// A compiled MutatingAdmissionPolicy, with the bindings that make it act (a policy
 /// without a binding does nothing, as in the apiserver).
 #[derive(Debug)]
 pub struct CompiledAdmissionPolicy {
     pub name: String,
     pub file: PathBuf,
+    pub first_line: usize,
     pub param_kind: Option<Gvk>,
     pub match_constraints: MatchResources,
+    pub match_conditions: Vec<NamedSource>,
+    pub variables: Vec<NamedSource>,
+    pub mutations: Vec<Mutation>,
     pub failure_policy: FailurePolicy,
     pub reinvocation: Reinvocation,
+    /// In name order.
     pub bindings: Vec<Arc<CompiledBinding>>,
 }

@@ -5,5 +5,6 @@
 pub mod compile;
 pub mod compiled;
 pub mod field_errors;
+pub mod load;
 pub mod model;
 pub mod validate;

@@ -1,0 +1,243 @@
+//! The MutatingAdmissionPolicies and bindings of a policy set: each document defaulted
+//! and validated as the apiserver would on `kubectl apply`, every problem a finding in
+//! graft's format with the apiserver's words, then compiled; each binding attached to
+//! the policy it names.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::compile;
+use super::compiled::{
+    CompiledAdmissionPolicy, CompiledBinding, FailurePolicy, Mutation, NamedSource, Reinvocation,
+};
+use super::field_errors::FieldErrors;
+use super::model::{self, AdmissionPolicyDocument, BindingDocument};
+use super::validate::{self, Expressions, PatchType};
+use crate::policy::findings::Finding;
+use crate::policy::load::{Located, locate_field};
+
+/// Compiles every policy and binding; problems go to `findings`. The policies come out
+/// sorted by name, each with its bindings sorted by name: the order graft runs them in
+/// (the apiserver's order is unspecified).
+pub fn compile_all(
+    policies: &[Located<AdmissionPolicyDocument>],
+    bindings: &[Located<BindingDocument>],
+    findings: &mut Vec<Finding>,
+) -> Vec<CompiledAdmissionPolicy> {
+    let mut compiled: Vec<CompiledAdmissionPolicy> = Vec::new();
+    let mut first_seen: HashMap<String, &Located<AdmissionPolicyDocument>> = HashMap::new();
+    for located in policies {
+        let mut document = located.document.clone();
+        model::default_policy(&mut document);
+        let name = document.metadata.name.clone();
+        let mut expressions = Sources::default();
+        let errors = validate::policy(&document, &mut expressions);
+        if !report(located, &name, "policy", errors, findings) {
+            continue;
+        }
+        if let Some(first) = first_seen.get(&name) {
+            findings.push(duplicate(located, first, &name, "MutatingAdmissionPolicy"));
+            continue;
+        }
+        first_seen.insert(name.clone(), located);
+        compiled.push(policy(&document, located, expressions));
+    }
+    let mut seen_bindings: HashMap<String, &Located<BindingDocument>> = HashMap::new();
+    let mut bound: Vec<CompiledBinding> = Vec::new();
+    for located in bindings {
+        let mut document = located.document.clone();
+        model::default_binding(&mut document);
+        let name = document.metadata.name.clone();
+        if !report(
+            located,
+            &name,
+            "binding",
+            validate::binding(&document),
+            findings,
+        ) {
+            continue;
+        }
+        if let Some(first) = seen_bindings.get(&name) {
+            findings.push(duplicate(
+                located,
+                first,
+                &name,
+                "MutatingAdmissionPolicyBinding",
+            ));
+            continue;
+        }
+        seen_bindings.insert(name.clone(), located);
+        if !compiled
+            .iter()
+            .any(|policy| policy.name == document.spec.policy_name)
+        {
+            findings.push(
+                Finding::warning(
+                    &located.file,
+                    format!(
+                        "binding {name} names policy {:?}, which is not in the policy set: it does \
+                         nothing",
+                        document.spec.policy_name
+                    ),
+                )
+                .at_line(locate_field(
+                    &located.text,
+                    located.first_line,
+                    "spec.policyName",
+                ))
+                .in_binding(name.clone())
+                .at_field("spec.policyName"),
+            );
+        }
+        bound.push(binding(&document, located));
+    }
+    bound.sort_by(|a, b| a.name.cmp(&b.name));
+    for binding in bound {
+        let binding = Arc::new(binding);
+        if let Some(policy) = compiled
+            .iter_mut()
+            .find(|policy| policy.name == binding.policy_name)
+        {
+            policy.bindings.push(binding);
+        }
+    }
+    for policy in &compiled {
+        if policy.bindings.is_empty() {
+            findings.push(
+                Finding::warning(
+                    &policy.file,
+                    "no MutatingAdmissionPolicyBinding names this policy: it does nothing, as in \
+                     the apiserver",
+                )
+                .at_line(Some(policy.first_line))
+                .in_policy(policy.name.clone())
+                .with_hint("add a binding with spec.policyName set to this policy's name"),
+            );
+        }
+    }
+    compiled.sort_by(|a, b| a.name.cmp(&b.name));
+    compiled
+}
+
+/// Adds the field errors of a document to `findings`; whether there were none.
+fn report<T>(
+    located: &Located<T>,
+    name: &str,
+    what: &str,
+    errors: FieldErrors,
+    findings: &mut Vec<Finding>,
+) -> bool {
+    let clean = errors.is_empty();
+    for error in errors.0 {
+        let line = locate_field(&located.text, located.first_line, &error.field)
+            .or(Some(located.first_line));
+        let finding = Finding::error(&located.file, error.message)
+            .at_line(line)
+            .at_field(error.field);
+        findings.push(if what == "binding" {
+            finding.in_binding(name.to_string())
+        } else {
+            finding.in_policy(name.to_string())
+        });
+    }
+    clean
+}
+
+fn duplicate<T>(located: &Located<T>, first: &Located<T>, name: &str, kind: &str) -> Finding {
+    Finding::error(
+        &located.file,
+        format!(
+            "duplicate {kind} name: also defined at {}:{}",
+            first.file.display(),
+            first.first_line
+        ),
+    )
+    .at_line(Some(located.first_line))
+    .in_policy(name.to_string())
+    .at_field("metadata.name")
+    .with_hint(format!("{kind} names must be unique across all files"))
+}
+
+/// The expressions of a policy as validation reaches them.
+#[derive(Default)]
+struct Sources {
+    match_conditions: Vec<String>,
+    variables: Vec<String>,
+    mutations: Vec<Mutation>,
+}
+
+impl Expressions for Sources {
+    fn match_condition(&mut self, _field: &str, expression: &str) -> FieldErrors {
+        self.match_conditions.push(expression.to_string());
+        FieldErrors::default()
+    }
+
+    fn variable(&mut self, _field: &str, _name: &str, expression: &str) -> FieldErrors {
+        self.variables.push(expression.to_string());
+        FieldErrors::default()
+    }
+
+    fn mutation(&mut self, _field: &str, patch_type: PatchType, expression: &str) -> FieldErrors {
+        self.mutations.push(Mutation {
+            patch_type,
+            source: expression.to_string(),
+        });
+        FieldErrors::default()
+    }
+}
+
+/// A validated, defaulted policy.
+fn policy(
+    document: &AdmissionPolicyDocument,
+    located: &Located<AdmissionPolicyDocument>,
+    expressions: Sources,
+) -> CompiledAdmissionPolicy {
+    let spec = &document.spec;
+    let named = |items: &[model::NamedExpression], sources: Vec<String>| {
+        items
+            .iter()
+            .zip(sources)
+            .map(|(item, source)| NamedSource {
+                name: item.name.clone(),
+                source,
+            })
+            .collect()
+    };
+    CompiledAdmissionPolicy {
+        name: document.metadata.name.clone(),
+        file: located.file.clone(),
+        first_line: located.first_line,
+        param_kind: spec.param_kind.as_ref().map(compile::param_kind),
+        match_constraints: spec
+            .match_constraints
+            .as_ref()
+            .map(compile::match_resources)
+            .unwrap_or_else(|| compile::match_resources(&model::MatchResources::default())),
+        match_conditions: named(&spec.match_conditions, expressions.match_conditions),
+        variables: named(&spec.variables, expressions.variables),
+        mutations: expressions.mutations,
+        failure_policy: match spec.failure_policy.as_deref() {
+            Some("Ignore") => FailurePolicy::Ignore,
+            _ => FailurePolicy::Fail,
+        },
+        reinvocation: match spec.reinvocation_policy.as_deref() {
+            Some("IfNeeded") => Reinvocation::IfNeeded,
+            _ => Reinvocation::Never,
+        },
+        bindings: Vec::new(),
+    }
+}
+
+fn binding(document: &BindingDocument, located: &Located<BindingDocument>) -> CompiledBinding {
+    CompiledBinding {
+        name: document.metadata.name.clone(),
+        file: located.file.clone(),
+        policy_name: document.spec.policy_name.clone(),
+        param_ref: document.spec.param_ref.as_ref().map(compile::param_ref),
+        match_resources: document
+            .spec
+            .match_resources
+            .as_ref()
+            .map(compile::match_resources),
+    }
+}
