@@ -40,8 +40,8 @@ pub type ParsedDocument = Located<PolicyDocument>;
 /// A parsed document of either dialect.
 #[derive(Debug, Clone)]
 pub enum Parsed {
-    /// graft's own `MutationPolicy`.
-    Mutation(ParsedDocument),
+    /// graft's own `MutationPolicy` (boxed: it is the largest by far).
+    Mutation(Box<ParsedDocument>),
     /// Kubernetes' `MutatingAdmissionPolicy`.
     AdmissionPolicy(Located<AdmissionPolicyDocument>),
     /// Kubernetes' `MutatingAdmissionPolicyBinding`.
@@ -299,7 +299,7 @@ fn parse_document(file: &Path, chunk: &Chunk, findings: &mut Vec<Finding>) -> Op
                 return None;
             }
             deserialize(file, chunk, &header, &value, findings, UNKNOWN_FIELD_HINT)
-                .map(Parsed::Mutation)
+                .map(|document| Parsed::Mutation(Box::new(document)))
         }
         // The apiserver's validation says what is missing (`metadata.name: Required value`).
         Dialect::AdmissionPolicy => deserialize(

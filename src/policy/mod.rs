@@ -56,7 +56,7 @@ fn compile_sources(
     for source in sources {
         for document in load::parse_source(source, &mut findings) {
             match document {
-                load::Parsed::Mutation(document) => parsed.push(document),
+                load::Parsed::Mutation(document) => parsed.push(*document),
                 load::Parsed::AdmissionPolicy(document) => admission_policies.push(document),
                 load::Parsed::Binding(document) => bindings.push(document),
             }
