@@ -18,6 +18,7 @@
 //! - [`metrics`]: the Prometheus metrics and their registry.
 //! - [`logging`]: `graft serve`'s log lines: the JSON format and the buffered writer.
 //! - [`namespaces`]: what a review knows of its namespace, and where that comes from.
+//! - [`params`]: where the parameter objects of MutatingAdmissionPolicy bindings come from.
 //! - [`tree`]: the JSON tree the request's objects are: vector maps, shared nodes,
 //!   borrowed strings, text built on first read, path-copying edits, a diff that skips
 //!   shared subtrees, RFC 6902 patches.
@@ -37,6 +38,7 @@ pub mod logging;
 pub mod manifests;
 pub mod metrics;
 pub mod namespaces;
+pub mod params;
 pub mod policy;
 pub mod server;
 pub mod tree;

@@ -15,6 +15,35 @@ pub struct GroupVersionKind {
     pub kind: String,
 }
 
+impl GroupVersionKind {
+    /// `apiVersion` and `kind` as a document writes them (the core group is "").
+    pub fn parse(api_version: &str, kind: &str) -> GroupVersionKind {
+        let (group, version) = match api_version.split_once('/') {
+            Some((group, version)) => (group.to_string(), version.to_string()),
+            None => (String::new(), api_version.to_string()),
+        };
+        GroupVersionKind {
+            group,
+            version,
+            kind: kind.to_string(),
+        }
+    }
+
+    /// `group/version`, or `version` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `group/version, Kind=K`, as Go prints a GroupVersionKind (`/v1, Kind=ConfigMap`).
+    pub fn go_string(&self) -> String {
+        format!("{}/{}, Kind={}", self.group, self.version, self.kind)
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupVersionResource {
     #[serde(default)]

@@ -12,6 +12,7 @@
 //! - [`admission_request`]: the AdmissionRequest graft reads.
 //! - [`objects`]: Kubernetes objects from YAML or JSON text (documents, `kind: List`).
 //! - [`image`]: container image references, parsed and normalised.
+//! - [`labels`]: label selector requirements.
 //! - [`pod_controllers`]: the controllers that make Pods from a template, and where it is.
 //! - [`schema`]: the shapes of the built-in kinds (fields, types, how lists, maps and
 //!   structs merge), from the table in `schema/kubernetes/`.
@@ -27,6 +28,7 @@ pub mod apply_configuration;
 pub mod go_text;
 pub mod image;
 pub mod json_patch_v4;
+pub mod labels;
 pub mod merge_keys;
 pub mod multus;
 pub mod objects;

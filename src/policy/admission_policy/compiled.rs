@@ -28,33 +28,7 @@ pub enum NotFoundAction {
     Deny,
 }
 
-/// A group, version and kind (the core group is "").
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Gvk {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-}
-
-impl Gvk {
-    /// `apiVersion` and `kind` as a document writes them.
-    pub fn parse(api_version: &str, kind: &str) -> Gvk {
-        let (group, version) = match api_version.split_once('/') {
-            Some((group, version)) => (group.to_string(), version.to_string()),
-            None => (String::new(), api_version.to_string()),
-        };
-        Gvk {
-            group,
-            version,
-            kind: kind.to_string(),
-        }
-    }
-
-    /// `group/version, Kind=K`, as Go prints a GroupVersionKind (`/v1, Kind=ConfigMap`).
-    pub fn go_string(&self) -> String {
-        format!("{}/{}, Kind={}", self.group, self.version, self.kind)
-    }
-}
+pub use crate::k8s::admission_request::GroupVersionKind as Gvk;
 
 /// One rule of `resourceRules` or `excludeResourceRules`.
 #[derive(Debug, Clone, PartialEq, Eq)]
