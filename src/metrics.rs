@@ -67,10 +67,12 @@ pub enum ErrorReason {
     BodyRead,
     Timeout,
     Panic,
+    /// A bug graft reports rather than answer with a default (`admission::InternalError`).
+    Internal,
 }
 
 impl ErrorReason {
-    pub const ALL: [ErrorReason; 8] = [
+    pub const ALL: [ErrorReason; 9] = [
         ErrorReason::NotFound,
         ErrorReason::Method,
         ErrorReason::ContentType,
@@ -79,6 +81,7 @@ impl ErrorReason {
         ErrorReason::BodyRead,
         ErrorReason::Timeout,
         ErrorReason::Panic,
+        ErrorReason::Internal,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -91,6 +94,7 @@ impl ErrorReason {
             ErrorReason::BodyRead => "body_read",
             ErrorReason::Timeout => "timeout",
             ErrorReason::Panic => "panic",
+            ErrorReason::Internal => "internal",
         }
     }
 }

@@ -1,22 +1,31 @@
-//! AdmissionReview in and out: the one path shared by `graft serve` and `graft review`
-//! ([`review_lean`]), so the two can never disagree.
+//! AdmissionReview in and out: the one path shared by `graft serve` and `graft review`,
+//! so the two can never disagree. A review goes through three steps, each one door:
 //!
-//! One parse (`parse.rs`), one pass over the body into a request whose objects are
-//! trees that build what is read on first read; [`parse_lean`] and [`review_lean`]
-//! also leave the object of a request no policy is a candidate for as text. Responses
-//! are serialised straight from typed structs (no intermediate `Value` tree).
+//! 1. [`parse`]: one pass over the body into a request whose objects are trees that
+//!    build what is read on first read, and its [`Route`], asked once: which policies the
+//!    request is for and what they read. The object of a request no policy is for stays
+//!    text.
+//! 2. [`resolve`]: the one step that may do I/O: the request namespace's data, looked
+//!    up only when the route's policies read it.
+//! 3. [`answer`]: the evaluation and the response, serialised straight from typed
+//!    structs.
+//!
+//! [`review`] is the three in one. [`read_request`] reads a review for its request alone
+//! (the offline commands); [`oracle`] holds the path that builds every object, which
+//! the tests hold the parse to.
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{self, Evaluation, Outcome};
+use crate::engine::{self, Cluster, Evaluation, Outcome};
 use crate::namespaces::{NamespaceData, NamespaceSource};
-use crate::policy::compiled::Operation;
-use crate::policy::{PolicySet, Reads};
+use crate::params::{NoParams, ParamSource};
+use crate::policy::{PolicySet, Route};
 
 pub mod offline;
+pub mod oracle;
 mod parse;
 
-pub use parse::{parse, parse_lean, review_lean};
+pub use parse::{Parsed, parse, read_request};
 // The request itself is a Kubernetes type the engine reads; it lives in `k8s`, so the
 // engine does not import this module, which imports the engine.
 pub use crate::k8s::admission_request::{AdmissionRequest, GroupVersionKind, GroupVersionResource};
@@ -127,15 +136,53 @@ pub struct Reviewed<'t> {
 }
 
 impl Reviewed<'_> {
-    pub fn to_json(&self) -> Vec<u8> {
+    /// The response body. Serialising plain structs of strings, bools and maps into a
+    /// `Vec` cannot fail; if it ever did, that is a bug reported as one, never an empty
+    /// body sent as an answer.
+    pub fn to_json(&self) -> Result<Vec<u8>, InternalError> {
         // The patch is most of a response: room for it and the rest up front, instead of
         // growing the buffer a doubling at a time.
         let patch = self.response.response.patch.as_ref().map_or(0, String::len);
         let mut json = Vec::with_capacity(patch + 512);
-        // Serialising plain structs of strings, bools and maps into a Vec cannot fail.
-        match serde_json::to_writer(&mut json, &self.response) {
-            Ok(()) => json,
-            Err(_) => Vec::new(),
+        serde_json::to_writer(&mut json, &self.response).map_err(InternalError::Response)?;
+        Ok(json)
+    }
+}
+
+/// A failure that cannot happen unless graft has a bug: reported loudly (a 500, a
+/// metric, an error log line), never answered with a default.
+#[derive(Debug, thiserror::Error)]
+pub enum InternalError {
+    /// A patch's values are trees whose numbers are finite and whose kept texts were
+    /// checked when the body was read, so it serialises.
+    #[error("internal error: the patch could not be serialised: {0}")]
+    Patch(serde_json::Error),
+    #[error("internal error: the response could not be serialised: {0}")]
+    Response(serde_json::Error),
+}
+
+/// Why a review could not be answered.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error(transparent)]
+    Bad(#[from] BadReview),
+    #[error(transparent)]
+    Internal(#[from] InternalError),
+}
+
+/// Where a review's cluster data comes from: the namespaces and the parameter objects.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterSource<'c> {
+    pub namespaces: &'c dyn NamespaceSource,
+    pub params: &'c dyn ParamSource,
+}
+
+impl<'c> ClusterSource<'c> {
+    /// Namespaces from `namespaces`, and no parameter objects.
+    pub fn namespaces(namespaces: &'c dyn NamespaceSource) -> ClusterSource<'c> {
+        ClusterSource {
+            namespaces,
+            params: &NoParams,
         }
     }
 }
@@ -151,77 +198,61 @@ fn checked<R>(api_version: &str, kind: String, request: Option<R>) -> Result<R, 
     request.ok_or(BadReview::MissingRequest)
 }
 
-/// Parses, evaluates and answers one review body; the request's namespace is looked
-/// up in `namespaces` only when a candidate policy needs its data.
+/// Parses, resolves and answers one review body.
 pub fn review<'b>(
     body: &'b [u8],
     policies: &PolicySet,
-    namespaces: &dyn NamespaceSource,
-) -> Result<Reviewed<'b>, BadReview> {
-    let review = parse(body)?;
-    let reads = candidate_reads(&review.request, policies);
-    let namespace = resolve(&review.request, reads, namespaces);
-    Ok(answer(review, &namespace, policies))
+    source: ClusterSource<'_>,
+) -> Result<Reviewed<'b>, ReviewError> {
+    let Parsed { review, route } = parse(body, policies)?;
+    let cluster = resolve(&review.request, route, source);
+    Ok(answer(review, route, &cluster, policies)?)
 }
 
-/// What the candidate policies for a request can see, together; `None` when no policy
-/// is a candidate.
-fn candidate_reads(request: &AdmissionRequest<'_>, policies: &PolicySet) -> Option<Reads> {
-    let operation = Operation::parse(&request.operation)?;
-    policies.candidate_reads(
-        &request.resource.resource,
-        request.sub_resource.as_deref().unwrap_or(""),
-        operation,
-        request.namespace.as_deref().unwrap_or(""),
-    )
-}
-
-/// The data of the request's namespace, looked up in `namespaces` only when the request
-/// is namespaced and a candidate policy needs it: a review no policy asks about the
-/// namespace for costs no lookup.
-pub fn resolve_namespace(
+/// What the route's policies read of the cluster, looked up: the request namespace's
+/// data when the request is namespaced and a policy reads it (a review no policy asks
+/// about the namespace for costs no lookup). The one step of a review that may do I/O:
+/// the server's namespace cache reads a namespace it has not seen from the API.
+pub fn resolve<'c>(
     request: &AdmissionRequest<'_>,
-    policies: &PolicySet,
-    namespaces: &dyn NamespaceSource,
-) -> NamespaceData {
-    resolve(request, candidate_reads(request, policies), namespaces)
-}
-
-fn resolve(
-    request: &AdmissionRequest<'_>,
-    reads: Option<Reads>,
-    namespaces: &dyn NamespaceSource,
-) -> NamespaceData {
-    match request.namespace.as_deref() {
-        Some(name) if !name.is_empty() && reads.is_some_and(|reads| reads.namespace) => {
-            namespaces.namespace_data(name)
+    route: Option<Route<'_>>,
+    source: ClusterSource<'c>,
+) -> Cluster<'c> {
+    let namespace = match request.namespace.as_deref() {
+        Some(name) if !name.is_empty() && route.is_some_and(|route| route.reads.namespace) => {
+            source.namespaces.namespace_data(name)
         }
         _ => NamespaceData::NotLookedUp,
+    };
+    Cluster {
+        namespace,
+        params: source.params,
     }
 }
 
-/// Evaluates a parsed review, with its namespace resolved to `namespace`, and builds the
+/// Evaluates a parsed review with what [`resolve`] found of the cluster, and builds the
 /// response review. The request keeps the object as it came; `evaluation.object` is the
 /// object as the policies left it.
 pub fn answer<'t>(
     review: Review<'t>,
-    namespace: &NamespaceData,
+    route: Option<Route<'_>>,
+    cluster: &Cluster<'_>,
     policies: &PolicySet,
-) -> Reviewed<'t> {
-    let evaluation = engine::evaluate(&review.request, namespace, policies);
-    let response = respond(&review, &evaluation, policies);
-    Reviewed {
+) -> Result<Reviewed<'t>, InternalError> {
+    let evaluation = engine::evaluate(&review.request, route, cluster, policies);
+    let response = respond(&review, &evaluation, policies)?;
+    Ok(Reviewed {
         review,
         evaluation,
         response,
-    }
+    })
 }
 
 fn respond(
     review: &Review<'_>,
     evaluation: &Evaluation<'_>,
     policies: &PolicySet,
-) -> ResponseReview {
+) -> Result<ResponseReview, InternalError> {
     let mut response = AdmissionResponse {
         uid: review.request.uid.clone(),
         allowed: true,
@@ -237,9 +268,7 @@ fn respond(
     match &evaluation.outcome {
         Outcome::Allowed => {
             if !evaluation.patch.0.is_empty() {
-                // A patch serialises without fail: its values are trees, whose numbers
-                // are finite and whose kept texts were checked when the body was read.
-                let json = serde_json::to_vec(&evaluation.patch).unwrap_or_default();
+                let json = serde_json::to_vec(&evaluation.patch).map_err(InternalError::Patch)?;
                 response.patch = Some(base64_simd::STANDARD.encode_to_string(json));
                 response.patch_type = Some("JSONPatch".to_string());
             }
@@ -252,11 +281,11 @@ fn respond(
             });
         }
     }
-    ResponseReview {
+    Ok(ResponseReview {
         api_version: review.api_version.clone(),
         kind: "AdmissionReview".to_string(),
         response,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,18 @@ use crate::k8s::objects::is_cluster_scoped;
 use crate::k8s::resources::plural;
 use crate::tree::Tree;
 
+/// Evaluates `request` as a review of it would be: routed, its cluster data resolved
+/// from `source`, evaluated. The offline commands' one way to run policies.
+pub fn evaluate<'t>(
+    request: &AdmissionRequest<'t>,
+    policies: &crate::policy::PolicySet,
+    source: super::ClusterSource<'_>,
+) -> crate::engine::Evaluation<'t> {
+    let route = policies.route(request);
+    let cluster = super::resolve(request, route, source);
+    crate::engine::evaluate(request, route, &cluster, policies)
+}
+
 /// How to present an object to the engine as an admission request.
 #[derive(Debug, Clone, Default)]
 pub struct RequestOptions {

@@ -16,11 +16,8 @@ use std::fmt;
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 
-use super::{
-    AdmissionRequest, BadReview, Review, Reviewed, answer, candidate_reads, checked, resolve,
-};
-use crate::namespaces::{NamespaceData, NamespaceSource};
-use crate::policy::PolicySet;
+use super::{AdmissionRequest, BadReview, Review, checked};
+use crate::policy::{PolicySet, Route};
 use crate::tree::{self, Tree};
 
 /// The keys whose values an object keeps as text until they are read: large, and
@@ -32,42 +29,44 @@ const ENVELOPE_DEPTH: usize = 1;
 /// The objects are the values of a request, inside the review: two maps enclose them.
 const OBJECT_DEPTH: usize = 2;
 
-/// Parses and answers one review body as [`super::review`] does. The request's
-/// namespace is looked up in `namespaces` only when a candidate policy needs its data.
-pub fn review_lean<'b>(
-    body: &'b [u8],
-    policies: &PolicySet,
-    namespaces: &dyn NamespaceSource,
-) -> Result<Reviewed<'b>, BadReview> {
-    let (review, namespace) = parse_lean(body, policies, namespaces)?;
-    Ok(answer(review, &namespace, policies))
+/// A parsed review and its route: which policies the request is for, asked once.
+#[derive(Debug)]
+pub struct Parsed<'b, 's> {
+    pub review: Review<'b>,
+    /// `None`: no policy is for the request.
+    pub route: Option<Route<'s>>,
 }
 
-/// The parse half of [`review_lean`], for callers that want to know which request they
-/// hold before evaluating it (the server names it in its logs first): the review, and
-/// its namespace's data as far as a candidate policy needs it.
-pub fn parse_lean<'b>(
-    body: &'b [u8],
-    policies: &PolicySet,
-    namespaces: &dyn NamespaceSource,
-) -> Result<(Review<'b>, NamespaceData), BadReview> {
-    let mut has_candidates =
-        |request: &AdmissionRequest<'_>| candidate_reads(request, policies).is_some();
-    let review = parse_text(utf8(body)?, &mut has_candidates)?;
-    let reads = candidate_reads(&review.request, policies);
-    let namespace = resolve(&review.request, reads, namespaces);
-    Ok((review, namespace))
+/// Parses a review body for `policies`. The route is asked when the parse reaches the
+/// object, with the fields read before it (the apiserver sends the fields that route a
+/// request first): the object is built only for a request some policy is for. In a
+/// body where a field that routes comes after the object, the route is asked again
+/// once the whole request is read, and the object, kept as text, is built when read.
+pub fn parse<'b, 's>(body: &'b [u8], policies: &'s PolicySet) -> Result<Parsed<'b, 's>, BadReview> {
+    let mut at_object = None;
+    let mut builds = |request: &AdmissionRequest<'_>| {
+        let route = policies.route(request);
+        at_object = Some(route);
+        route.is_some()
+    };
+    let routed = Cell::new(false);
+    let review = parse_text(utf8(body)?, &mut builds, &routed)?;
+    let route = match at_object {
+        Some(route) if routed.get() => route,
+        _ => policies.route(&review.request),
+    };
+    Ok(Parsed { review, route })
 }
 
-/// Parses an AdmissionReview body, for callers that show or keep the objects (`graft
-/// apply`, `graft test`).
-pub fn parse(body: &[u8]) -> Result<Review<'_>, BadReview> {
-    parse_text(utf8(body)?, &mut |_| true)
+/// Parses a review body for its request alone, every object built: for the commands
+/// that show or keep the objects (`graft apply`, `graft test`).
+pub fn read_request(body: &[u8]) -> Result<Review<'_>, BadReview> {
+    parse_text(utf8(body)?, &mut |_| true, &Cell::new(false))
 }
 
 /// The body as text. simdutf8 only says whether the body is valid; for a body that is
 /// not, core's check says where, for the error.
-fn utf8(body: &[u8]) -> Result<&str, std::str::Utf8Error> {
+pub(super) fn utf8(body: &[u8]) -> Result<&str, std::str::Utf8Error> {
     simdutf8::basic::from_utf8(body).or_else(|_| std::str::from_utf8(body))
 }
 
@@ -84,12 +83,19 @@ enum Reading {
     Object(&'static str),
 }
 
-fn parse_text<'b>(text: &'b str, builds: Builds<'_>) -> Result<Review<'b>, BadReview> {
-    match pass(text, builds, Keep::Text) {
+/// Parses `text`, building the object when `builds` says so; `routed` is set when every
+/// field that routes a request was read before the object, so the answer `builds` gave
+/// holds for the whole request.
+pub(super) fn parse_text<'b>(
+    text: &'b str,
+    builds: Builds<'_>,
+    routed: &Cell<bool>,
+) -> Result<Review<'b>, BadReview> {
+    match pass(text, builds, Keep::Text, routed) {
         // A text's check fails where the text ends: read once more with everything built,
         // serde_json says where in the body the error is.
         Err(first @ (BadReview::Object { .. } | BadReview::Json(_))) => {
-            match pass(text, builds, Keep::Nothing) {
+            match pass(text, builds, Keep::Nothing, routed) {
                 Err(exact @ (BadReview::Object { .. } | BadReview::Json(_))) => Err(exact),
                 _ => Err(first),
             }
@@ -118,13 +124,19 @@ impl Keep {
     }
 }
 
-fn pass<'b>(text: &'b str, builds: Builds<'_>, keep: Keep) -> Result<Review<'b>, BadReview> {
+fn pass<'b>(
+    text: &'b str,
+    builds: Builds<'_>,
+    keep: Keep,
+    routed: &Cell<bool>,
+) -> Result<Review<'b>, BadReview> {
     let reading = Cell::new(Reading::Envelope);
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let seed = EnvelopeSeed {
         builds,
         keep,
         reading: &reading,
+        routed,
     };
     let envelope = seed
         .deserialize(&mut deserializer)
@@ -153,6 +165,7 @@ struct EnvelopeSeed<'p, 'd> {
     builds: Builds<'d>,
     keep: Keep,
     reading: &'p Cell<Reading>,
+    routed: &'p Cell<bool>,
 }
 
 impl<'de> DeserializeSeed<'de> for EnvelopeSeed<'_, '_> {
@@ -193,6 +206,7 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_, '_> {
                         builds: &mut *self.builds,
                         keep: self.keep,
                         reading: self.reading,
+                        routed: self.routed,
                     });
                     envelope.request = map.next_value_seed(seed)?;
                     4
@@ -212,6 +226,7 @@ struct RequestSeed<'p, 'd> {
     builds: Builds<'d>,
     keep: Keep,
     reading: &'p Cell<Reading>,
+    routed: &'p Cell<bool>,
 }
 
 impl RequestSeed<'_, '_> {
@@ -252,6 +267,8 @@ impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut request = AdmissionRequest::default();
         let mut seen = 0;
+        // The fields that route the request, as read when the object was reached.
+        let mut routing_at_object = None;
         while let Some(Key(key)) = map.next_key()? {
             let field = match key.as_ref() {
                 "uid" => read(&mut request.uid, &mut map, Field::Uid)?,
@@ -267,6 +284,7 @@ impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
                 }
                 "dryRun" => read(&mut request.dry_run, &mut map, Field::DryRun)?,
                 "object" => {
+                    routing_at_object = Some(seen & Field::ROUTING);
                     let build = (self.builds)(&request);
                     request.object = self.object(&mut map, build, "object")?;
                     Field::Object
@@ -282,6 +300,8 @@ impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
             };
             first_time(&mut seen, field.bit(), &key)?;
         }
+        self.routed
+            .set(routing_at_object == Some(seen & Field::ROUTING));
         Ok(request)
     }
 }
@@ -366,6 +386,12 @@ enum Field {
 }
 
 impl Field {
+    /// The fields a request's route is asked with.
+    const ROUTING: u16 = 1 << Field::Resource as u16
+        | 1 << Field::SubResource as u16
+        | 1 << Field::Namespace as u16
+        | 1 << Field::Operation as u16;
+
     fn bit(self) -> u16 {
         1 << self as u16
     }
@@ -413,7 +439,7 @@ mod tests {
             ));
             builds
         };
-        let parsed = parse_text(text, &mut decide);
+        let parsed = parse_text(text, &mut decide, &Cell::new(false));
         (parsed, asked)
     }
 

@@ -6,7 +6,7 @@ use clap::ValueEnum;
 
 use super::input::ObjectInput;
 use crate::admission;
-use crate::engine::{self, Outcome};
+use crate::engine::Outcome;
 use crate::tree::Tree;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -42,9 +42,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut denied = false;
     let mut noted_delete = false;
     for request in input.requests {
-        let namespace =
-            admission::resolve_namespace(&request, &input.set, input.namespaces.as_ref());
-        let evaluation = engine::evaluate(&request, &namespace, &input.set);
+        let source = admission::ClusterSource::namespaces(input.namespaces.as_ref());
+        let evaluation = admission::offline::evaluate(&request, &input.set, source);
         for warning in &evaluation.warnings {
             say!("warning: {warning}");
         }

@@ -41,9 +41,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let input = args.input.read("graft-explain")?;
     let mut stdout = super::stdout::Stdout::lock();
     for request in &input.requests {
-        let namespace =
-            admission::resolve_namespace(request, &input.set, input.namespaces.as_ref());
-        let explanation = explain(request, &namespace, &input.set);
+        let source = admission::ClusterSource::namespaces(input.namespaces.as_ref());
+        let route = input.set.route(request);
+        let cluster = admission::resolve(request, route, source);
+        let explanation = explain(request, route, &cluster, &input.set);
         match args.format {
             Format::Text => stdout.write(text(request, &explanation))?,
             Format::Json => stdout.json_pretty(&json(request, &explanation))?,

@@ -149,7 +149,7 @@ impl ObjectInput {
         for (index, object) in objects.into_iter().enumerate() {
             if object.get("kind").and_then(serde_json::Value::as_str) == Some("AdmissionReview") {
                 let body = serde_json::to_vec(&object)?;
-                let review = crate::admission::parse(&body)
+                let review = crate::admission::read_request(&body)
                     .with_context(|| format!("{name}: object {}", index + 1))?;
                 requests.push(review.request.into_owned());
             } else {

@@ -29,24 +29,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let set = load_policies(&args.policies)?;
     let namespaces = namespace_source(args.namespaces.as_deref(), Some(&args.file))?;
     let body = read_input(&args.file)?;
-    // The server's parse, so the two answer alike; its errors speak of a body, which here
+    // The server's path, so the two answer alike; its errors speak of a body, which here
     // is a file to name.
-    let reviewed = admission::review_lean(&body, &set, namespaces.as_ref()).map_err(|error| {
+    let source = admission::ClusterSource::namespaces(namespaces.as_ref());
+    let reviewed = admission::review(&body, &set, source).map_err(|error| {
         let name = input_name(&args.file);
         let text = error.to_string();
         match &error {
-            // serde_json ends its message with where it is; the file's name leads with it
-            // instead, as a compiler's error does.
-            BadReview::Json(json) | BadReview::Object { error: json, .. } => {
-                let (line, column) = (json.line(), json.column());
-                let text = text.replacen(&format!(" at line {line} column {column}"), "", 1);
-                anyhow::anyhow!("{name}:{line}:{column}: {text}")
-            }
-            _ => anyhow::anyhow!("{name}: {text}"),
+            admission::ReviewError::Internal(_) => anyhow::anyhow!("{name}: {text}"),
+            admission::ReviewError::Bad(error) => bad_review(&name, error),
         }
     })?;
-    let mut json = reviewed.to_json();
+    let mut json = reviewed.to_json()?;
     json.push(b'\n');
     super::stdout::print(json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A body that is not a review, named by its file: serde_json ends its message with where
+/// it is; the file's name leads with it instead, as a compiler's error does.
+fn bad_review(name: &str, error: &BadReview) -> anyhow::Error {
+    let text = error.to_string();
+    match error {
+        BadReview::Json(json) | BadReview::Object { error: json, .. } => {
+            let (line, column) = (json.line(), json.column());
+            let text = text.replacen(&format!(" at line {line} column {column}"), "", 1);
+            anyhow::anyhow!("{name}:{line}:{column}: {text}")
+        }
+        _ => anyhow::anyhow!("{name}: {text}"),
+    }
 }

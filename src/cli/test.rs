@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::input::load_policies;
 use crate::admission::offline::{self, RequestOptions};
 use crate::admission::{self, AdmissionRequest};
-use crate::engine::{self, Evaluation, Outcome};
+use crate::engine::{Evaluation, Outcome};
 use crate::k8s::objects::read_objects;
 use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};
 use crate::policy::PolicySet;
@@ -330,8 +330,8 @@ fn run_case(
 ) -> anyhow::Result<CaseOutcome> {
     let request = case_request(case, base)?;
     let original = request.object.as_ref().map(Tree::to_value);
-    let namespace = admission::resolve_namespace(&request, set, namespaces);
-    let evaluation = engine::evaluate(&request, &namespace, set);
+    let source = admission::ClusterSource::namespaces(namespaces);
+    let evaluation = admission::offline::evaluate(&request, set, source);
     // Converted to JSON once: the expectations, the patch check and an update read it.
     let mutated = evaluation.mutated();
     // The object as the policies left it.
@@ -366,7 +366,7 @@ fn run_case(
     let expectation_problems = problems.len();
     if let Some(original) = &original {
         check_patch_applies(original, &evaluation, mutated.as_ref(), &mut problems);
-        check_converges(&request, &evaluation, &namespace, set, &mut problems);
+        check_converges(&request, &evaluation, source, set, &mut problems);
     }
     if problems.is_empty() {
         return Ok((None, None));
@@ -395,7 +395,7 @@ fn case_request(case: &Case, base: &Path) -> anyhow::Result<AdmissionRequest<'st
     if let Some(review_file) = &case.review_file {
         let body = std::fs::read(base.join(review_file))
             .with_context(|| format!("reading {}", review_file.display()))?;
-        return Ok(admission::parse(&body)?.request.into_owned());
+        return Ok(admission::read_request(&body)?.request.into_owned());
     }
     let object = match (&case.object, &case.object_file) {
         (Some(object), None) => object.clone(),
@@ -513,7 +513,7 @@ fn check_patch_applies(
 fn check_converges(
     request: &AdmissionRequest,
     evaluation: &Evaluation<'_>,
-    namespace: &namespaces::NamespaceData,
+    source: admission::ClusterSource<'_>,
     set: &PolicySet,
     problems: &mut Vec<String>,
 ) {
@@ -522,7 +522,7 @@ fn check_converges(
     }
     let mut again = request.clone();
     again.object = evaluation.object.clone();
-    let second = engine::evaluate(&again, namespace, set);
+    let second = admission::offline::evaluate(&again, set, source);
     if !second.patch.0.is_empty() {
         problems.push(format!(
             "not convergent: a second pass gives patch {}",

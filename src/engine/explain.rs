@@ -15,11 +15,11 @@ use super::matching::{
     Blocker, RequestBlocker, RequestFacts, object_blocker, request_blocker, request_matches,
 };
 use super::run::PolicyRun;
-use super::{Evaluation, Observer, PolicyResult, evaluate_observed};
+use super::{Cluster, Evaluation, Observer, PolicyResult, evaluate_observed};
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::namespaces::NamespaceData;
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
-use crate::policy::{CompiledPolicy, PolicySet};
+use crate::policy::{CompiledPolicy, PolicySet, Route};
 
 /// The evaluation, and one verdict per policy of the set, in the set's order.
 #[derive(Debug)]
@@ -63,11 +63,13 @@ impl Verdict {
 /// Evaluates `request` as [`super::evaluate`] does and explains every policy of the set.
 pub fn explain<'t>(
     request: &AdmissionRequest<'t>,
-    namespace: &NamespaceData,
+    route: Option<Route<'_>>,
+    cluster: &Cluster<'_>,
     policies: &PolicySet,
 ) -> Explanation<'t> {
     let mut explainer = Explainer::default();
-    let evaluation = evaluate_observed(request, namespace, policies, &mut explainer);
+    let evaluation = evaluate_observed(request, route, cluster, policies, &mut explainer);
+    let namespace = &cluster.namespace;
     let operation = Operation::parse(&request.operation);
     let explained = policies
         .policies()

@@ -25,12 +25,11 @@ mod versions;
 
 use std::collections::BTreeMap;
 
-use crate::expr::RequestFields;
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::k8s::pod_controllers;
 use crate::namespaces::NamespaceData;
-use crate::policy::compiled::Operation;
-use crate::policy::{CompiledPolicy, PolicySet};
+use crate::params::{NoParams, ParamSource};
+use crate::policy::{CompiledPolicy, PolicySet, Route};
 use crate::tree::{self, Tree};
 
 use bindings::SharedBindings;
@@ -152,17 +151,37 @@ impl<'t> Evaluation<'t> {
     }
 }
 
-/// Evaluates every candidate policy, in order, against the request. `namespace` is what
-/// the caller resolved the request's namespace to
-/// (`admission::resolve_namespace`). The request is left as it is: the
-/// evaluation works on its own handle of the request's root (an edit copies the path
-/// to what it changes, never the request's nodes) and returns the root it ends at.
+/// What an evaluation knows of the cluster, resolved before it starts: the request
+/// namespace's data (looked up, when a candidate needs it, by
+/// `admission::resolve`), and where the parameter objects of MutatingAdmissionPolicy
+/// bindings are found (in memory: reading one does no I/O).
+#[derive(Debug, Clone)]
+pub struct Cluster<'c> {
+    pub namespace: NamespaceData,
+    pub params: &'c dyn ParamSource,
+}
+
+impl Cluster<'static> {
+    /// Nothing known of the cluster: for a request no policy needs cluster data for.
+    pub fn unknown() -> Cluster<'static> {
+        Cluster {
+            namespace: NamespaceData::NotLookedUp,
+            params: &NoParams,
+        }
+    }
+}
+
+/// Evaluates every policy `route` says the request is for, in order. The request is left
+/// as it is: the evaluation works on its own handle of the request's root (an edit
+/// copies the path to what it changes, never the request's nodes) and returns the root
+/// it ends at. No route: no policy is for the request, and nothing changes.
 pub fn evaluate<'t>(
     request: &AdmissionRequest<'t>,
-    namespace: &NamespaceData,
+    route: Option<Route<'_>>,
+    cluster: &Cluster<'_>,
     policies: &PolicySet,
 ) -> Evaluation<'t> {
-    evaluate_observed(request, namespace, policies, &mut ())
+    evaluate_observed(request, route, cluster, policies, &mut ())
 }
 
 /// Sees every look the evaluation takes at a policy, for `graft explain`. The server's
@@ -198,38 +217,22 @@ impl Observer for () {
 /// [`evaluate`], showing each look at a policy to `observer`.
 fn evaluate_observed<'t>(
     request: &AdmissionRequest<'t>,
-    namespace: &NamespaceData,
+    route: Option<Route<'_>>,
+    cluster: &Cluster<'_>,
     policies: &PolicySet,
     observer: &mut impl Observer,
 ) -> Evaluation<'t> {
     let mut object = request.object.clone();
-    let Some(operation) = Operation::parse(&request.operation) else {
+    let Some(route) = route.filter(Route::has_candidates) else {
         return Evaluation::unchanged(object);
     };
-    let facts = RequestFacts::of(request, operation, namespace);
-    let mut listed = policies
-        .candidates(
-            facts.resource,
-            facts.subresource,
-            operation,
-            facts.namespace,
-        )
-        .peekable();
-    if listed.peek().is_none() {
-        return Evaluation::unchanged(object);
-    }
+    let facts = RequestFacts::of(request, route.operation, &cluster.namespace);
+    let listed = route.candidates(policies);
     let mut evaluation = Evaluation::unchanged(None);
     let Some(subject) = Subject::of(object.as_mut(), request) else {
         return evaluation;
     };
-    let request_fields = policies
-        .candidate_reads(
-            facts.resource,
-            facts.subresource,
-            operation,
-            facts.namespace,
-        )
-        .map_or(RequestFields::ALL, |reads| reads.request_fields);
+    let request_fields = route.reads.request_fields;
     let shared = SharedBindings::new(request_fields);
     let mut edited = EditedObject::new(subject);
     let mut audited = BTreeMap::new();

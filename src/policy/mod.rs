@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 pub use compiled::{CompiledPolicy, Operation};
 pub use findings::{Finding, Findings, Severity};
-pub use set::{PolicySet, Reads};
+pub use set::{PolicySet, Reads, Route};
 
 /// A loaded set and its non-fatal findings (warnings).
 #[derive(Debug)]

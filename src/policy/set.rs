@@ -81,16 +81,6 @@ impl Listed {
         self.by_namespace.get(namespace)
     }
 
-    /// The positions of the candidates in `namespace`, in evaluation order.
-    fn positions(&self, namespace: &str) -> Merged<'_> {
-        Merged {
-            anywhere: &self.anywhere.positions,
-            named: self
-                .named(namespace)
-                .map_or(&[][..], |named| named.positions.as_slice()),
-        }
-    }
-
     /// What the candidates in `namespace` can see together; `None` when there are none.
     fn reads(&self, namespace: &str) -> Option<Reads> {
         [Some(&self.anywhere), self.named(namespace)]
@@ -141,6 +131,38 @@ impl Iterator for Merged<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = self.anywhere.len() + self.named.len();
         (left, Some(left))
+    }
+}
+
+/// Which policies a request is for: asked once per review, from the fields that route
+/// it (resource, subresource, operation, namespace), and passed from the parse to the
+/// namespace lookup to the evaluation.
+#[derive(Debug, Clone, Copy)]
+pub struct Route<'s> {
+    pub operation: Operation,
+    /// The MutationPolicies for any namespace, and those naming the request's.
+    anywhere: &'s [u32],
+    named: &'s [u32],
+    /// What those candidates read, together.
+    pub reads: Reads,
+    /// Whether a MutatingAdmissionPolicy's rules may match the request (its resource and
+    /// operation; selectors and conditions are left to the evaluation).
+    pub admission: bool,
+}
+
+impl<'s> Route<'s> {
+    /// The candidate MutationPolicies, in evaluation order.
+    pub fn candidates(&self, set: &'s PolicySet) -> impl Iterator<Item = &'s CompiledPolicy> + 's {
+        let merged = Merged {
+            anywhere: self.anywhere,
+            named: self.named,
+        };
+        merged.filter_map(move |position| set.policies.get(position as usize).map(AsRef::as_ref))
+    }
+
+    /// Whether a MutationPolicy is a candidate.
+    pub fn has_candidates(&self) -> bool {
+        !(self.anywhere.is_empty() && self.named.is_empty())
     }
 }
 
@@ -326,41 +348,44 @@ impl PolicySet {
         self.policies.iter().map(AsRef::as_ref)
     }
 
-    /// The policies whose resource rules and namespace names can match a request in
-    /// `namespace` (empty for a cluster-scoped one), in evaluation order.
-    pub fn candidates<'s>(
-        &'s self,
-        resource: &str,
-        subresource: &str,
-        operation: Operation,
-        namespace: &'s str,
-    ) -> impl Iterator<Item = &'s CompiledPolicy> {
-        self.positions(resource, subresource, operation, namespace)
-            .filter_map(|position| self.policies.get(position as usize).map(AsRef::as_ref))
-    }
-
-    /// What the candidate policies for a request can see, together; `None` when no
-    /// policy is a candidate.
-    pub fn candidate_reads(
+    /// The route of a request: `None` when no policy of either dialect can be for it, so
+    /// that such a review builds nothing and looks nothing up.
+    pub fn route(
         &self,
-        resource: &str,
-        subresource: &str,
-        operation: Operation,
-        namespace: &str,
-    ) -> Option<Reads> {
-        self.listed(resource, subresource, operation)
-            .reads(namespace)
-    }
-
-    fn positions<'s>(
-        &'s self,
-        resource: &str,
-        subresource: &str,
-        operation: Operation,
-        namespace: &'s str,
-    ) -> impl Iterator<Item = u32> + 's {
-        self.listed(resource, subresource, operation)
-            .positions(namespace)
+        request: &crate::k8s::admission_request::AdmissionRequest<'_>,
+    ) -> Option<Route<'_>> {
+        let operation = Operation::parse(&request.operation)?;
+        let resource = &request.resource;
+        let subresource = request.sub_resource.as_deref().unwrap_or("");
+        let namespace = request.namespace.as_deref().unwrap_or("");
+        let listed = self.listed(&resource.resource, subresource, operation);
+        let named = listed
+            .named(namespace)
+            .map_or(&[][..], |named| named.positions.as_slice());
+        let admission = operation != Operation::Delete
+            && self.admission.iter().any(|policy| {
+                !policy.bindings.is_empty()
+                    && policy.match_constraints.may_match(
+                        &resource.group,
+                        &resource.version,
+                        &resource.resource,
+                        subresource,
+                        operation,
+                    )
+            });
+        let reads = listed.reads(namespace).unwrap_or_default();
+        let route = Route {
+            operation,
+            anywhere: &listed.anywhere.positions,
+            named,
+            reads: Reads {
+                // A MutatingAdmissionPolicy reads the namespace of every request it runs for.
+                namespace: reads.namespace || admission,
+                request_fields: reads.request_fields,
+            },
+            admission,
+        };
+        (route.has_candidates() || admission).then_some(route)
     }
 
     /// The candidate lists of a (resource, subresource, operation).
@@ -379,6 +404,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::k8s::admission_request::AdmissionRequest;
 
     fn policy(name: &str, namespaces: &str) -> String {
         format!(
@@ -386,10 +412,35 @@ mod tests {
         )
     }
 
-    fn names<'s>(set: &'s PolicySet, namespace: &'s str) -> Vec<&'s str> {
-        set.candidates("pods", "", Operation::Create, namespace)
-            .map(|policy| policy.name.as_str())
-            .collect()
+    /// A CREATE of `resource` in `namespace` ("" for none).
+    fn request(resource: &str, namespace: &str) -> AdmissionRequest<'static> {
+        AdmissionRequest {
+            operation: "CREATE".to_string(),
+            resource: crate::k8s::admission_request::GroupVersionResource {
+                group: String::new(),
+                version: "v1".to_string(),
+                resource: resource.to_string(),
+            },
+            namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+            ..AdmissionRequest::default()
+        }
+    }
+
+    fn names<'s>(set: &'s PolicySet, namespace: &str) -> Vec<&'s str> {
+        set.route(&request("pods", namespace))
+            .map(|route| {
+                route
+                    .candidates(set)
+                    .map(|policy| policy.name.as_str())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// What a request's candidates read, as its route says; `None` without candidates.
+    fn reads(set: &PolicySet, resource: &str, namespace: &str) -> Option<Reads> {
+        set.route(&request(resource, namespace))
+            .map(|route| route.reads)
     }
 
     /// The policies for any namespace and those naming the request's come out merged, in
@@ -439,12 +490,8 @@ mod tests {
         assert_eq!(names(&set, "team-b"), ["b-team", "c-glob", "d-any"]);
         assert_eq!(names(&set, "other"), ["c-glob", "d-any"]);
         assert_eq!(names(&set, ""), ["c-glob", "d-any"]);
-        let reads = |namespace| set.candidate_reads("pods", "", Operation::Create, namespace);
-        assert!(reads("other").is_some());
-        assert!(
-            set.candidate_reads("nodes", "", Operation::Create, "")
-                .is_none()
-        );
+        assert!(reads(&set, "pods", "other").is_some());
+        assert!(reads(&set, "nodes", "").is_none());
     }
 
     /// What the candidates can see together, kept per list at load, is what each
@@ -473,20 +520,18 @@ mod tests {
             .unwrap()
             .set;
         for namespace in ["ns", "other", "none", ""] {
-            let joined = set
-                .candidates("pods", "", Operation::Create, namespace)
-                .map(|policy| Reads {
-                    namespace: policy.needs_namespace(),
-                    request_fields: policy.needs.request_fields,
-                })
-                .reduce(Reads::union);
-            let reads = set.candidate_reads("pods", "", Operation::Create, namespace);
-            assert_eq!(reads, joined, "{namespace}");
+            let joined = set.route(&request("pods", namespace)).and_then(|route| {
+                route
+                    .candidates(&set)
+                    .map(|policy| Reads {
+                        namespace: policy.needs_namespace(),
+                        request_fields: policy.needs.request_fields,
+                    })
+                    .reduce(Reads::union)
+            });
+            assert_eq!(reads(&set, "pods", namespace), joined, "{namespace}");
         }
-        let reads = |namespace| {
-            set.candidate_reads("pods", "", Operation::Create, namespace)
-                .unwrap()
-        };
+        let reads = |namespace| reads(&set, "pods", namespace).unwrap();
         assert!(reads("ns").request_fields.includes("userInfo"));
         assert!(!reads("ns").request_fields.includes("uid"));
         assert_eq!(reads("other").request_fields, RequestFields::ALL);

@@ -155,10 +155,8 @@ async fn route(
         let _entered = evaluating.enter();
         // Exactly one load per request: the whole review sees one policy set.
         let set = state.policies();
-        // The namespace cache while the set needs it; held until the review ends.
-        let namespaces = state.review_namespaces(&set);
-        let (review, namespace) =
-            admission::parse_lean(&body, &set, &namespaces).map_err(|error| {
+        let admission::Parsed { review, route } =
+            admission::parse(&body, &set).map_err(|error| {
                 Refusal::new(
                     ErrorReason::BadReview,
                     StatusCode::BAD_REQUEST,
@@ -166,7 +164,14 @@ async fn route(
                 )
             })?;
         name_span(&evaluating, &review.request, set.revision());
-        let reviewed = admission::answer(review, &namespace, &set);
+        // The namespace cache while the set needs it; held until the review ends.
+        let namespaces = state.review_namespaces(&set);
+        let cluster = admission::resolve(
+            &review.request,
+            route,
+            admission::ClusterSource::namespaces(&namespaces),
+        );
+        let reviewed = admission::answer(review, route, &cluster, &set).map_err(internal)?;
         if started.elapsed() > budget {
             // The client has (or is about to have) the timeout answer instead.
             tracing::warn!(
@@ -181,7 +186,7 @@ async fn route(
         if let Some(events) = state.events() {
             events.offer(&reviewed);
         }
-        Ok(reviewed.to_json())
+        reviewed.to_json().map_err(internal)
     })
     .instrument(span)
     .await
@@ -193,6 +198,16 @@ async fn route(
         )
     })??;
     Ok(json_response(StatusCode::OK, answered))
+}
+
+/// A bug graft reports: logged at error level, counted, answered with a 500.
+fn internal(error: admission::InternalError) -> Refusal {
+    tracing::error!(%error, "internal error while answering the review");
+    Refusal::new(
+        ErrorReason::Internal,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        error.to_string(),
+    )
 }
 
 /// Runs CPU-bound evaluation off the async workers, on the evaluation pool, and turns a
@@ -461,15 +476,15 @@ mod tests {
             r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","operation":"CREATE","resource":{{"resource":"configmaps"}},"object":{body}}}}}"#
         );
         let no_policies = PolicySet::empty();
-        let namespaces = crate::namespaces::NoNamespaces { hint: "none" };
-        let (kept, _) = admission::parse_lean(review.as_bytes(), &no_policies, &namespaces)
-            .expect("a valid review");
+        let kept = admission::parse(review.as_bytes(), &no_policies)
+            .expect("a valid review")
+            .review;
         let Some(Tree::Text(text)) = &kept.request.object else {
             panic!("no candidate: the object stays text");
         };
         assert_eq!(object_name(&kept.request).as_deref(), Some("web-7d9f8-*"));
         assert!(!text.is_built());
-        let built = admission::parse(review.as_bytes()).expect("a valid review");
+        let built = admission::read_request(review.as_bytes()).expect("a valid review");
         assert!(matches!(built.request.object, Some(Tree::Map(_))));
         assert_eq!(object_name(&built.request).as_deref(), Some("web-7d9f8-*"));
     }

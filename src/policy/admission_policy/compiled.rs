@@ -70,6 +70,50 @@ pub struct MatchResources {
     pub match_policy: MatchPolicy,
 }
 
+impl MatchResources {
+    /// Whether a rule of `resourceRules` names the request's group, version, resource,
+    /// subresource and operation: what routing asks before the evaluation matches
+    /// selectors, names and exclusions.
+    pub fn may_match(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+        subresource: &str,
+        operation: Operation,
+    ) -> bool {
+        self.resource_rules.iter().any(|rule| {
+            rule.names_request(group, version, resource, subresource)
+                && rule
+                    .operations
+                    .as_ref()
+                    .is_none_or(|operations| operations.contains(&operation))
+        })
+    }
+}
+
+impl Rule {
+    /// Whether the rule's groups, versions and `resource/subresource` entries name these.
+    pub fn names_request(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+        subresource: &str,
+    ) -> bool {
+        let listed = |values: &Option<Vec<String>>, value: &str| {
+            values
+                .as_ref()
+                .is_none_or(|values| values.iter().any(|v| v == value))
+        };
+        listed(&self.api_groups, group)
+            && listed(&self.api_versions, version)
+            && self.resources.iter().any(|(name, sub)| {
+                (name == "*" || name == resource) && (sub == "*" || sub == subresource)
+            })
+    }
+}
+
 /// A binding's `paramRef`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamRef {

@@ -43,7 +43,8 @@ fn review(set: &PolicySet, request: serde_json::Value) -> Option<Notice> {
     });
     let namespaces = NoNamespaces { hint: "none" };
     let body = body.to_string();
-    let reviewed = admission::review(body.as_bytes(), set, &namespaces).expect("a valid review");
+    let source = admission::ClusterSource::namespaces(&namespaces);
+    let reviewed = admission::review(body.as_bytes(), set, source).expect("a valid review");
     notice(&reviewed)
 }
 
