@@ -39,8 +39,12 @@ fn review(c: &mut Criterion) {
         let dir = tempfile::tempdir().expect("temp dir");
         let set = load_set(dir.path(), total);
         // The benchmark is only meaningful if the matching policies really apply.
-        let reviewed =
-            graft::admission::review(body, &set, &namespaces).expect("the fixture is valid");
+        let reviewed = graft::admission::oracle::review(
+            body,
+            &set,
+            graft::admission::ClusterSource::namespaces(&namespaces),
+        )
+        .expect("the fixture is valid");
         assert_eq!(
             reviewed.evaluation.applied().count(),
             total.min(4),
@@ -51,9 +55,13 @@ fn review(c: &mut Criterion) {
         // respond, serialise.
         group.bench_with_input(BenchmarkId::from_parameter(total), &set, |b, set| {
             b.iter(|| {
-                let reviewed = graft::admission::review_lean(black_box(body), set, &namespaces)
-                    .expect("valid");
-                black_box(reviewed.to_json())
+                let reviewed = graft::admission::review(
+                    black_box(body),
+                    set,
+                    graft::admission::ClusterSource::namespaces(&namespaces),
+                )
+                .expect("valid");
+                black_box(reviewed.to_json().expect("the response serialises"))
             })
         });
     }
@@ -83,10 +91,10 @@ fn load_compile(c: &mut Criterion) {
 fn patch(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let set = load_set(dir.path(), 4);
-    let reviewed = graft::admission::review(
+    let reviewed = graft::admission::oracle::review(
         policies::REALISTIC_REVIEW.as_bytes(),
         &set,
-        &policies::namespaces(),
+        graft::admission::ClusterSource::namespaces(&policies::namespaces()),
     )
     .expect("valid");
     let before = reviewed

@@ -139,10 +139,11 @@ impl ParamSource for ParamObjects {
                 let labels = object
                     .get("metadata")
                     .and_then(|metadata| metadata.get("labels"));
-                crate::engine::matching::requirements_hold(selector, |key| {
-                    labels
-                        .and_then(|labels| labels.get(key))
-                        .and_then(Tree::as_str)
+                selector.iter().all(|requirement| {
+                    let value = labels
+                        .and_then(|labels| labels.get(requirement.key()))
+                        .and_then(Tree::as_str);
+                    requirement.holds(value)
                 })
             })
             .cloned()

@@ -15,17 +15,17 @@ fuzz_target!(|data: &[u8]| {
         let Ok(body) = serde_json::to_vec(fixture) else {
             continue;
         };
-        if let Ok(review) = graft::admission::parse(&body) {
+        if let Ok(review) = graft::admission::read_request(&body) {
             // The answer changes the request's object in place: keep the original to patch.
             let original = review.request.object.as_ref().map(graft::tree::Tree::to_value);
-            let namespace = graft::admission::resolve_namespace(
-                &review.request,
-                &loaded.set,
-                graft_fuzz::namespaces(),
-            );
-            let reviewed = graft::admission::answer(review, &namespace, &loaded.set);
+            let route = loaded.set.route(&review.request);
+            let source = graft::admission::ClusterSource::namespaces(graft_fuzz::namespaces());
+            let cluster = graft::admission::resolve(&review.request, route, source);
+            let reviewed = graft::admission::answer(review, route, &cluster, &loaded.set)
+                .expect("an answer serialises");
             let uid = &reviewed.review.request.uid;
-            graft_fuzz::check_response(&reviewed.to_json(), uid, original.as_ref());
+            let body = reviewed.to_json().expect("an answer serialises");
+            graft_fuzz::check_response(&body, uid, original.as_ref());
         }
     }
 });

@@ -12,8 +12,9 @@ const RAW_VALUE_KEY: &[u8] = b"$serde_json::private::RawValue";
 fuzz_target!(|data: &[u8]| {
     let set = graft_fuzz::example_policies();
     let namespaces = graft_fuzz::namespaces();
-    let lean = graft::admission::review_lean(data, set, namespaces);
-    match graft::admission::parse(data) {
+    let source = graft::admission::ClusterSource::namespaces(namespaces);
+    let lean = graft::admission::review(data, set, source);
+    match graft::admission::read_request(data) {
         Ok(review) => {
             let plain: serde_json::Value =
                 serde_json::from_slice(data).expect("the parse accepts what serde_json refuses");
@@ -38,13 +39,19 @@ fuzz_target!(|data: &[u8]| {
             }
             // The answer changes the request's object in place: keep the original to patch.
             let original = review.request.object.as_ref().map(graft::tree::Tree::to_value);
-            let namespace = graft::admission::resolve_namespace(&review.request, set, namespaces);
-            let reviewed = graft::admission::answer(review, &namespace, set);
+            let route = set.route(&review.request);
+            let cluster = graft::admission::resolve(&review.request, route, source);
+            let reviewed = graft::admission::answer(review, route, &cluster, set)
+                .expect("an answer serialises");
             let uid = &reviewed.review.request.uid;
-            let body = reviewed.to_json();
+            let body = reviewed.to_json().expect("an answer serialises");
             graft_fuzz::check_response(&body, uid, original.as_ref());
             match lean {
-                Ok(lean) => assert_eq!(lean.to_json(), body, "the lean parse answers differently"),
+                Ok(lean) => assert_eq!(
+                    lean.to_json().expect("an answer serialises"),
+                    body,
+                    "the lean parse answers differently"
+                ),
                 Err(error) => panic!("the lean parse refuses what the full one answers: {error}"),
             }
         }

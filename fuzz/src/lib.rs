@@ -92,8 +92,8 @@ pub fn check_response(body: &[u8], uid: &str, object: Option<&Value>) -> Option<
 /// Evaluates `request` twice: the patch must apply to the original and give the
 /// engine's mutated object, and a second pass over the result must change nothing.
 pub fn check_round_trip(request: &AdmissionRequest<'_>, set: &PolicySet) {
-    let namespace = graft::admission::resolve_namespace(request, set, namespaces());
-    let first = graft::engine::evaluate(request, &namespace, set);
+    let source = graft::admission::ClusterSource::namespaces(namespaces());
+    let first = graft::admission::offline::evaluate(request, set, source);
     if first.patch.0.is_empty() || first.outcome != Outcome::Allowed {
         return;
     }
@@ -105,7 +105,7 @@ pub fn check_round_trip(request: &AdmissionRequest<'_>, set: &PolicySet) {
     assert_eq!(Some(&patched), mutated.as_ref(), "patch != mutation");
     let mut again = request.clone();
     again.object = Some(graft::tree::Tree::from(patched));
-    let second = graft::engine::evaluate(&again, &namespace, set);
+    let second = graft::admission::offline::evaluate(&again, set, source);
     if second.outcome == Outcome::Allowed {
         assert!(
             second.patch.0.is_empty(),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
-use super::*;
+use super::server::*;
 
 /// The review every reload test sends: a pod CREATE that carries annotations.
 pub const FIXTURE: &str = "pod-create-multus-worker.json";
@@ -21,10 +21,12 @@ pub const FILE: &str = "multus.yaml";
 
 /// A valid policy that stamps `version` on every created pod.
 pub fn versioned(version: &str) -> String {
-    format!(
-        "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata:\n  name: stamp\nspec:\n  \
-         match:\n    resources: [pods]\n    operations: [CREATE]\n  mutations:\n    - set:\n        \
-         path: $.metadata.annotations['{ANNOTATION}']\n        value: {version}\n"
+    super::policies::policy_yaml(
+        "stamp",
+        &format!(
+            "  match:\n    resources: [pods]\n    operations: [CREATE]\n  mutations:\n    - set:\n        \
+             path: $.metadata.annotations['{ANNOTATION}']\n        value: {version}\n"
+        ),
     )
 }
 
