@@ -83,18 +83,31 @@ pub fn request_for(
     };
     let name = text("name");
     let object = (operation != "DELETE").then_some(object);
+    let kind = GroupVersionKind {
+        group: group.clone(),
+        version: version.clone(),
+        kind,
+    };
+    let resource = GroupVersionResource {
+        group,
+        version,
+        resource,
+    };
+    // The apiserver sends the request's own kind and resource again as the ones the client
+    // asked for, which differ only after a conversion no offline request goes through.
+    let request_kind = serde_json::json!({
+        "group": kind.group, "version": kind.version, "kind": kind.kind,
+    });
+    let request_resource = serde_json::json!({
+        "group": resource.group, "version": resource.version, "resource": resource.resource,
+    });
     AdmissionRequest {
         uid: uid.to_string(),
-        kind: GroupVersionKind {
-            group: group.clone(),
-            version: version.clone(),
-            kind,
-        },
-        resource: GroupVersionResource {
-            group,
-            version,
-            resource,
-        },
+        request_kind: Some(Tree::from(request_kind)),
+        request_resource: Some(Tree::from(request_resource)),
+        request_sub_resource: sub_resource.clone(),
+        kind,
+        resource,
         sub_resource,
         name,
         namespace,
@@ -103,6 +116,7 @@ pub fn request_for(
         object: object.map(Tree::from),
         old_object: old_object.map(Tree::from),
         dry_run: Some(false),
+        options: None,
     }
 }
 

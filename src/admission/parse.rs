@@ -230,6 +230,14 @@ struct RequestSeed<'p, 'd> {
 }
 
 impl RequestSeed<'_, '_> {
+    /// Reads a value kept as its text (checked as building it would check it), or null.
+    fn text<'de, A: MapAccess<'de>>(&self, map: &mut A) -> Result<Option<Tree<'de>>, A::Error> {
+        match self.keep {
+            Keep::Text => map.next_value_seed(Optional(tree::text_seed(OBJECT_DEPTH))),
+            Keep::Nothing => map.next_value_seed(Optional(tree::seed(OBJECT_DEPTH, &[]))),
+        }
+    }
+
     /// Reads an object, built (its kept keys as text) or kept whole as text, naming it in
     /// the error if it is not valid JSON.
     fn object<'de, A: MapAccess<'de>>(
@@ -283,6 +291,23 @@ impl<'de> Visitor<'de> for RequestSeed<'_, '_> {
                     Field::UserInfo
                 }
                 "dryRun" => read(&mut request.dry_run, &mut map, Field::DryRun)?,
+                "requestKind" => {
+                    request.request_kind = self.text(&mut map)?;
+                    Field::RequestKind
+                }
+                "requestResource" => {
+                    request.request_resource = self.text(&mut map)?;
+                    Field::RequestResource
+                }
+                "requestSubResource" => read(
+                    &mut request.request_sub_resource,
+                    &mut map,
+                    Field::RequestSubResource,
+                )?,
+                "options" => {
+                    request.options = self.text(&mut map)?;
+                    Field::Options
+                }
                 "object" => {
                     routing_at_object = Some(seen & Field::ROUTING);
                     let build = (self.builds)(&request);
@@ -383,6 +408,10 @@ enum Field {
     Object,
     OldObject,
     DryRun,
+    RequestKind,
+    RequestResource,
+    RequestSubResource,
+    Options,
 }
 
 impl Field {

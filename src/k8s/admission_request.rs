@@ -83,6 +83,18 @@ pub struct AdmissionRequest<'t> {
     pub old_object: Option<Tree<'t>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
+    /// The kind, resource and subresource of the request as the client made it, when the
+    /// apiserver converted it to the version the webhook asked for; and the operation's
+    /// options. Kept as their text until read: only a MutatingAdmissionPolicy's `request`
+    /// shows them.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub request_kind: Option<Tree<'t>>,
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub request_resource: Option<Tree<'t>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_sub_resource: Option<String>,
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Tree<'t>>,
 }
 
 impl<'t> AdmissionRequest<'t> {
@@ -108,6 +120,10 @@ impl<'t> AdmissionRequest<'t> {
             operation: self.operation,
             user_info: self.user_info.into_static(),
             dry_run: self.dry_run,
+            request_kind: self.request_kind.map(Tree::into_static),
+            request_resource: self.request_resource.map(Tree::into_static),
+            request_sub_resource: self.request_sub_resource,
+            options: self.options.map(Tree::into_static),
         }
     }
 }
