@@ -11,6 +11,7 @@
 //! [`builtin`] returns the error rather than panicking all the same.
 
 mod load;
+mod strict;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +21,7 @@ use std::sync::LazyLock;
 use crate::tree::Tree;
 
 pub use load::SchemaError;
+pub use strict::unknown_fields;
 
 /// The table, as checked in.
 const BUILTIN_TABLE: &str = include_str!("../../../schema/kubernetes/v1.36.json");
