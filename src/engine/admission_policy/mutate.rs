@@ -61,7 +61,7 @@ pub fn apply_configuration<'t>(
 /// decode strictly, as the apiserver decodes it, or the request fails with a 500.
 pub fn json_patch<'t>(
     object: &Tree<'t>,
-    operations: &[Operation<'_>],
+    operations: &[Operation<'t>],
     kind: &GroupVersionKind,
 ) -> Result<Tree<'t>, MutationError> {
     let patched = match json_patch_v4::apply(object, operations) {
