@@ -273,10 +273,10 @@ fn respond(
                 response.patch_type = Some("JSONPatch".to_string());
             }
         }
-        Outcome::Denied { message } => {
+        Outcome::Denied { message, code } => {
             response.allowed = false;
             response.status = Some(Status {
-                code: 403,
+                code: *code,
                 message: message.clone(),
             });
         }

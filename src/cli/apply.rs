@@ -47,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for warning in &evaluation.warnings {
             say!("warning: {warning}");
         }
-        if let Outcome::Denied { message } = &evaluation.outcome {
+        if let Outcome::Denied { message, .. } = &evaluation.outcome {
             say!("denied: {message}");
             denied = true;
             continue;

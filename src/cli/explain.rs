@@ -63,7 +63,7 @@ fn text(request: &AdmissionRequest, explanation: &Explanation) -> String {
             1 => "allowed, 1 patch operation".to_string(),
             n => format!("allowed, {n} patch operations"),
         },
-        Outcome::Denied { message } => format!("denied: {message}"),
+        Outcome::Denied { message, .. } => format!("denied: {message}"),
     };
     let mut out = format!(
         "{} ({} {}): {decision}\n",
@@ -97,7 +97,7 @@ fn json(request: &AdmissionRequest, explanation: &Explanation) -> Value {
     let evaluation = &explanation.evaluation;
     let (decision, message) = match &evaluation.outcome {
         Outcome::Allowed => ("allowed", None),
-        Outcome::Denied { message } => ("denied", Some(message.as_str())),
+        Outcome::Denied { message, .. } => ("denied", Some(message.as_str())),
     };
     let policies: Vec<Value> = explanation
         .policies

@@ -376,7 +376,7 @@ fn run_case(
     let update = if problems.len() == expectation_problems {
         let actual = test_update::Actual {
             denied: match &evaluation.outcome {
-                Outcome::Denied { message } => Some(message.clone()),
+                Outcome::Denied { message, .. } => Some(message.clone()),
                 Outcome::Allowed => None,
             },
             object: object.cloned().unwrap_or(Value::Null),
@@ -434,7 +434,7 @@ fn check_outcome(
 ) -> anyhow::Result<()> {
     let expect = &case.expect;
     match (&evaluation.outcome, &expect.denied) {
-        (Outcome::Denied { message }, Some(expected)) => {
+        (Outcome::Denied { message, .. }, Some(expected)) => {
             if !message.contains(expected.as_str()) {
                 problems.push(format!(
                     "denied with {message:?}, which does not contain {expected:?}"
@@ -442,7 +442,7 @@ fn check_outcome(
             }
             return Ok(());
         }
-        (Outcome::Denied { message }, None) => {
+        (Outcome::Denied { message, .. }, None) => {
             problems.push(format!("unexpected denial: {message}"));
             return Ok(());
         }

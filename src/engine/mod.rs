@@ -52,6 +52,10 @@ pub enum Outcome {
     /// A `failurePolicy: Fail` policy failed; the message names the policy, the field and the reason.
     Denied {
         message: String,
+        /// The HTTP status of the answer: 403, or what the apiserver answers for a
+        /// MutatingAdmissionPolicy failure that is not a policy's decision (a JSONPatch
+        /// whose result does not decode: 500; a missing namespace: 404).
+        code: u16,
     },
 }
 
@@ -100,7 +104,31 @@ impl PolicyResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyReport {
     pub policy: String,
+    pub dialect: Dialect,
+    /// A MutatingAdmissionPolicy's invocation: its binding, and its parameter object
+    /// (`namespace/name`) when it has one.
+    pub binding: Option<String>,
+    pub param: Option<String>,
     pub result: PolicyResult,
+}
+
+/// Which of graft's two policy languages a policy is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// graft's own `MutationPolicy`.
+    MutationPolicy,
+    /// Kubernetes' `MutatingAdmissionPolicy`, run through a binding.
+    MutatingAdmissionPolicy,
+}
+
+impl Dialect {
+    /// Its kind, as metrics and logs name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::MutationPolicy => "MutationPolicy",
+            Dialect::MutatingAdmissionPolicy => "MutatingAdmissionPolicy",
+        }
+    }
 }
 
 /// The result of evaluating one request against a policy set.
@@ -312,6 +340,7 @@ fn evaluate_observed<'t>(
             PolicyResult::Failed(failure) => {
                 evaluation.outcome = Outcome::Denied {
                     message: format!("graft: policy {}: {failure}", policy.name),
+                    code: 403,
                 };
                 record(&mut entries, i, result, None);
                 report(&mut evaluation, &schedule, entries);
@@ -387,6 +416,9 @@ fn report(evaluation: &mut Evaluation<'_>, schedule: &Schedule<'_>, entries: Vec
         };
         evaluation.policies.push(PolicyReport {
             policy: policy.name.clone(),
+            dialect: Dialect::MutationPolicy,
+            binding: None,
+            param: None,
             result: entry.result,
         });
     }

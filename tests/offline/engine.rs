@@ -102,7 +102,7 @@ fn fail_denies_with_policy_field_and_reason() {
         "    - set: {path: \"$.metadata.labels.x\", value: \"{{ object.spec.missing.field }}\"}\n",
     );
     let evaluation = evaluate(&policies, pod());
-    let Outcome::Denied { message } = &evaluation.outcome else {
+    let Outcome::Denied { message, .. } = &evaluation.outcome else {
         panic!("expected a denial: {evaluation:?}");
     };
     assert!(
@@ -250,7 +250,7 @@ fn a_template_cannot_rename_the_object() {
         "    - merge:\n        value: \"{{ {'metadata': {'name': 'other'}} }}\"\n",
     );
     let evaluation = evaluate(&policies, pod());
-    let Outcome::Denied { message } = evaluation.outcome else {
+    let Outcome::Denied { message, .. } = evaluation.outcome else {
         panic!("expected a denial");
     };
     assert!(

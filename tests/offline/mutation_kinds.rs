@@ -163,7 +163,7 @@ fn a_failing_when_names_the_element() {
         "    - foreach: \"$.spec.containers[*]\"\n      when: \"element.ports.size() > 0\"\n      set: {path: \"@.x\", value: 1}\n",
     );
     let evaluation = evaluate(&policies, pod());
-    let Outcome::Denied { message } = &evaluation.outcome else {
+    let Outcome::Denied { message, .. } = &evaluation.outcome else {
         panic!("{:?}", evaluation.outcome);
     };
     assert!(
@@ -184,7 +184,7 @@ fn a_foreach_after_a_mutation_that_moved_its_elements_fails_clearly() {
         "    - merge: {path: $.spec, position: First, value: {containers: [{name: first, image: f}]}}\n    - foreach: \"$.spec.containers[*]\"\n      set: {path: \"@.imagePullPolicy\", value: Always}\n",
     );
     let evaluation = evaluate(&policies, pod());
-    let Outcome::Denied { message } = &evaluation.outcome else {
+    let Outcome::Denied { message, .. } = &evaluation.outcome else {
         panic!("{:?}", evaluation.outcome);
     };
     assert!(
@@ -199,7 +199,7 @@ fn a_foreach_after_a_mutation_that_moved_its_elements_fails_clearly() {
         "    - set: {path: \"$.spec.containers[?@.name=='side']\", value: {name: proxy, image: p}}\n    - foreach: \"$.spec.containers[*]\"\n      set: {path: \"@.env\", value: [{name: CONTAINER, value: \"{{ element.name }}\"}]}\n",
     );
     let evaluation = evaluate(&policies, pod());
-    let Outcome::Denied { message } = &evaluation.outcome else {
+    let Outcome::Denied { message, .. } = &evaluation.outcome else {
         panic!("{:?}", evaluation.outcome);
     };
     assert!(
@@ -319,7 +319,8 @@ fn an_append_template_that_gives_no_list_fails_naming_the_field() {
     assert_eq!(
         evaluation.outcome,
         Outcome::Denied {
-            message: "graft: policy scalar: spec.mutations[0].append.value: append takes a list of the items to add, and the value is a string".into()
+            message: "graft: policy scalar: spec.mutations[0].append.value: append takes a list of the items to add, and the value is a string".into(),
+            code: 403,
         }
     );
 }

@@ -156,7 +156,7 @@ fn result(reviewed: &Reviewed<'_>) -> &'static str {
 
 fn denial(reviewed: &Reviewed) -> String {
     match &reviewed.evaluation.outcome {
-        Outcome::Denied { message } => message.clone(),
+        Outcome::Denied { message, .. } => message.clone(),
         Outcome::Allowed => panic!("allowed: {:?}", reviewed.evaluation.policies),
     }
 }

@@ -149,7 +149,7 @@ fn a_failing_policy_leaves_the_controller_as_it_was() {
         },
         &set,
     );
-    let Outcome::Denied { message } = &evaluation.outcome else {
+    let Outcome::Denied { message, .. } = &evaluation.outcome else {
         panic!("{:?}", evaluation.outcome);
     };
     assert!(

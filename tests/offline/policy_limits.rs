@@ -53,7 +53,7 @@ fn check_refused(extra: Value, mutations: Value, reason: &str) {
     )
     .expect("review");
     match &reviewed.evaluation.outcome {
-        Outcome::Denied { message } => {
+        Outcome::Denied { message, .. } => {
             assert!(message.contains(reason), "{message}");
             assert!(
                 message.contains("limits"),
@@ -354,7 +354,7 @@ fn cel_evaluation_cost_is_bounded() {
             &reviewed.evaluation.outcome,
             &reviewed.evaluation.policies[..],
         ) {
-            (Outcome::Denied { message }, _) => message.clone(),
+            (Outcome::Denied { message, .. }, _) => message.clone(),
             (Outcome::Allowed, [report]) => match &report.result {
                 PolicyResult::Ignored(failure) => failure.to_string(),
                 other => panic!("{other:?}"),

@@ -21,9 +21,18 @@ pub fn binding<'t>(request: &AdmissionRequest<'t>) -> Tree<'t> {
     let resource = &request.resource;
     map.insert(
         "resource",
-        gvk(&resource.group, &resource.version, "resource", &resource.resource),
+        gvk(
+            &resource.group,
+            &resource.version,
+            "resource",
+            &resource.resource,
+        ),
     );
-    if let Some(sub) = request.sub_resource.as_deref().filter(|sub| !sub.is_empty()) {
+    if let Some(sub) = request
+        .sub_resource
+        .as_deref()
+        .filter(|sub| !sub.is_empty())
+    {
         map.insert("subResource", Tree::from(sub.to_string()));
     }
     // The kind and resource as the client asked for them; the request's own when the
@@ -34,7 +43,12 @@ pub fn binding<'t>(request: &AdmissionRequest<'t>) -> Tree<'t> {
         .unwrap_or_else(|| gvk(&kind.group, &kind.version, "kind", &kind.kind));
     map.insert("requestKind", request_kind);
     let request_resource = request.request_resource.clone().unwrap_or_else(|| {
-        gvk(&resource.group, &resource.version, "resource", &resource.resource)
+        gvk(
+            &resource.group,
+            &resource.version,
+            "resource",
+            &resource.resource,
+        )
     });
     map.insert("requestResource", request_resource);
     let request_sub = request

@@ -71,7 +71,7 @@ pub fn notice(reviewed: &Reviewed) -> Option<Notice> {
     }
     let evaluation = &reviewed.evaluation;
     let (reason, note) = match &evaluation.outcome {
-        Outcome::Denied { message } => (Reason::Denied, message.clone()),
+        Outcome::Denied { message, .. } => (Reason::Denied, message.clone()),
         Outcome::Allowed if evaluation.patch.0.is_empty() => return None,
         Outcome::Allowed => {
             let policies: Vec<&str> = evaluation.applied().collect();
