@@ -21,6 +21,7 @@ use crate::namespaces::{NamespaceData, NamespaceSource};
 use crate::params::{NoParams, ParamSource};
 use crate::policy::{PolicySet, Route};
 
+pub mod check;
 pub mod offline;
 pub mod oracle;
 mod parse;

@@ -331,7 +331,10 @@ fn run_case(
     let request = case_request(case, base)?;
     let original = request.object.as_ref().map(Tree::to_value);
     let source = admission::ClusterSource::namespaces(namespaces);
-    let evaluation = admission::offline::evaluate(&request, set, source);
+    // The evaluation, and the invariants every evaluation holds (checked last, so that a
+    // case whose only problems are its expectations can have them rewritten).
+    let checked = admission::check::check(&request, set, source);
+    let evaluation = checked.evaluation;
     // Converted to JSON once: the expectations, the patch check and an update read it.
     let mutated = evaluation.mutated();
     // The object as the policies left it.
@@ -364,10 +367,7 @@ fn run_case(
         }
     }
     let expectation_problems = problems.len();
-    if let Some(original) = &original {
-        check_patch_applies(original, &evaluation, mutated.as_ref(), &mut problems);
-        check_converges(&request, &evaluation, source, set, &mut problems);
-    }
+    problems.extend(checked.problems);
     if problems.is_empty() {
         return Ok((None, None));
     }
@@ -487,48 +487,6 @@ fn check_outcome(
         );
     }
     Ok(())
-}
-
-/// The patch must apply to the original and give exactly the mutated object (`None`
-/// when nothing changed).
-fn check_patch_applies(
-    original: &Value,
-    evaluation: &Evaluation<'_>,
-    mutated: Option<&Value>,
-    problems: &mut Vec<String>,
-) {
-    let Some(mutated) = mutated else {
-        return;
-    };
-    let mut patched = original.clone();
-    match json_patch::patch(&mut patched, &evaluation.patch.to_json_patch()) {
-        Ok(()) if patched == *mutated => {}
-        Ok(()) => problems
-            .push("the patch applied to the original does not give the mutated object".to_string()),
-        Err(error) => problems.push(format!("the patch does not apply to the original: {error}")),
-    }
-}
-
-/// Running the policies again on their own output must change nothing.
-fn check_converges(
-    request: &AdmissionRequest,
-    evaluation: &Evaluation<'_>,
-    source: admission::ClusterSource<'_>,
-    set: &PolicySet,
-    problems: &mut Vec<String>,
-) {
-    if evaluation.patch.0.is_empty() {
-        return;
-    }
-    let mut again = request.clone();
-    again.object = evaluation.object.clone();
-    let second = admission::offline::evaluate(&again, set, source);
-    if !second.patch.0.is_empty() {
-        problems.push(format!(
-            "not convergent: a second pass gives patch {}",
-            serde_json::to_string(&second.patch).unwrap_or_default()
-        ));
-    }
 }
 
 /// A line diff of the two values as YAML, keys sorted (the comparison ignores key order,

@@ -5,8 +5,7 @@ use std::path::Path;
 
 use graft::admission::AdmissionRequest;
 use graft::admission::offline::{RequestOptions, request_for};
-use graft::engine::{self, Evaluation};
-use graft::namespaces::NamespaceData;
+use graft::engine::Evaluation;
 use graft::policy::PolicySet;
 use serde_json::{Value, json};
 
@@ -100,31 +99,28 @@ pub fn request_in_ns(
     request_for(object, &options, "uid-1")
 }
 
-/// Evaluates a CREATE of `object` in namespace `ns` (its resource from its kind); checks
-/// that the patch applies to the original and gives the mutated object, and that a second
-/// evaluation, of the mutated object, changes nothing.
+/// Evaluates a CREATE of `object` in namespace `ns` (its resource from its kind), with no
+/// namespace data, and holds it to the invariants every evaluation holds
+/// (`graft::admission::check`): the patch applies to the original and gives the mutated
+/// object, a second review of that changes nothing, `graft explain` agrees.
 pub fn evaluate_converging(set: &PolicySet, object: Value) -> Evaluation<'static> {
-    let review = |object: Value| {
-        let request = request_in_ns(object, |options| options);
-        engine::evaluate(
-            &request,
-            set.route(&request),
-            &graft::engine::Cluster {
-                namespace: NamespaceData::NotLookedUp,
-                params: &graft::params::NoParams,
-            },
-            set,
-        )
+    checked(set, request_in_ns(object, |options| options))
+}
+
+/// [`evaluate_converging`] of a request.
+pub fn checked(set: &PolicySet, request: AdmissionRequest<'static>) -> Evaluation<'static> {
+    let namespaces = graft::namespaces::NoNamespaces {
+        hint: "the test gives no namespaces",
     };
-    let evaluation = review(object.clone());
-    if let Some(mutated) = evaluation.mutated() {
-        let mut patched = object.clone();
-        json_patch::patch(&mut patched, &evaluation.patch.to_json_patch()).unwrap();
-        assert_eq!(patched, mutated);
-        let again = review(mutated);
-        assert!(again.patch.0.is_empty(), "second pass: {:?}", again.patch);
-    }
-    evaluation
+    let source = graft::admission::ClusterSource::namespaces(&namespaces);
+    let checked = graft::admission::check::check(&request, set, source);
+    assert!(
+        checked.problems.is_empty(),
+        "{}\npatch: {:?}",
+        checked.problems.join("\n"),
+        checked.evaluation.patch
+    );
+    checked.evaluation
 }
 
 /// An AdmissionReview v1 body asking about `request`.
