@@ -129,6 +129,17 @@ pub const MACROS: &[Signature] = &[
     method("map", 3),
     method("optFlatMap", 2),
     method("optMap", 2),
+    // Two-variable comprehensions (`super::comprehensions`). `all`, `exists`,
+    // `exists_one` and `existsOne` with three arguments are left out, so that a call with
+    // a wrong count names the form most write.
+    method("transformList", 3),
+    method("transformList", 4),
+    method("transformMap", 3),
+    method("transformMap", 4),
+    method("transformMapEntry", 3),
+    method("transformMapEntry", 4),
+    // The lists extension (`super::lists_ext`).
+    method("sortBy", 2),
 ];
 
 /// Every signature: the library's, the macros' and graft's own.

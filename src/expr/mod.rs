@@ -21,17 +21,22 @@
 
 mod catalog;
 pub mod check;
+mod comprehensions;
 mod convert;
 pub mod cost;
 mod fold;
+mod format;
 mod functions;
 pub mod limits;
 pub mod lint;
 mod lists;
+mod lists_ext;
 mod net;
+mod optionals;
 mod paths;
 mod quantities;
 pub mod request_fields;
+mod semver;
 pub mod template;
 #[cfg(test)]
 mod tests;
@@ -127,14 +132,23 @@ impl Needs {
 /// standard library, the strings extension, optional syntax (`.?`, `orValue`,
 /// on by default in cel) and graft's Kubernetes helpers. Built once; a failure
 /// is a bug in the registrations, reported by every compile.
-static ENV: LazyLock<Result<Arc<Env>, String>> = LazyLock::new(|| {
+static ENV: LazyLock<Result<Arc<Env>, String>> = LazyLock::new(|| build_environment(true));
+
+/// graft's environment; `duplicate_keys_fail`: whether a map literal that repeats a key
+/// fails, as it did before MutatingAdmissionPolicy came (the CEL spec's reading).
+fn build_environment(duplicate_keys_fail: bool) -> Result<Arc<Env>, String> {
     let mut env = Env::stdlib();
-    env.add_extension(cel::extensions::strings)
-        .and_then(|()| env.add_extension(functions::register))
+    env.set_error_on_duplicate_map_keys(duplicate_keys_fail);
+    // graft's overloads before the strings extension: its `format` is the one calls find.
+    env.add_extension(functions::register)
+        .and_then(|()| env.add_extension(cel::extensions::strings))
         .and_then(|()| env.add_extension(cost::register))
+        .and_then(|()| env.add_extension(comprehensions::register_macros))
+        .and_then(|()| env.add_extension(lists_ext::register_macros))
+        .and_then(|()| env.add_extension(optionals::register_macros))
         .map_err(|e| format!("cannot build the CEL environment: {e}"))?;
     Ok(Arc::new(env))
-});
+}
 
 impl ExprError {
     /// What would fix the error, when that is known.
@@ -520,3 +534,7 @@ pub(crate) fn evaluate_unbound(source: &str) -> Result<serde_json::Value, ExprEr
 #[cfg(test)]
 #[path = "view_tests.rs"]
 mod view_tests;
+
+#[cfg(test)]
+#[path = "extensions_tests.rs"]
+mod extensions_tests;
