@@ -101,6 +101,7 @@ fn every_overload() -> Vec<Overload> {
     all.extend(super::optionals::overloads());
     all.extend(super::comprehensions::overloads());
     all.extend(super::semver::overloads());
+    all.extend(super::formats::overloads());
     all
 }
 

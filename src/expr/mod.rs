@@ -26,6 +26,7 @@ mod convert;
 pub mod cost;
 mod fold;
 mod format;
+mod formats;
 mod functions;
 pub mod limits;
 pub mod lint;
