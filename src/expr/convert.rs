@@ -386,3 +386,73 @@ pub fn to_json_string(value: &Tree<'_>) -> Result<String, ExprError> {
     }
     Ok(text)
 }
+
+/// A copy of `value` that owns everything, of the same CEL type (a map's keys in the
+/// order it walks them): how a MutatingAdmissionPolicy's variable keeps its value for
+/// the evaluations that read it after the one that computed it. `None` for a value of a
+/// type this does not know.
+pub fn to_static(value: &dyn Val) -> Option<Box<dyn Val + 'static>> {
+    use cel::common::types::{CelBytes, CelDuration, CelTimestamp, CelType};
+    Some(match value.get_type().kind() {
+        Kind::NullType => Box::new(CelNull),
+        Kind::Boolean => Box::new(CelBool::from(*value.downcast_ref::<CelBool>()?.inner())),
+        Kind::Int => Box::new(CelInt::from(*value.downcast_ref::<CelInt>()?.inner())),
+        Kind::UInt => Box::new(CelUInt::from(*value.downcast_ref::<CelUInt>()?.inner())),
+        Kind::Double => Box::new(CelDouble::from(*value.downcast_ref::<CelDouble>()?.inner())),
+        Kind::String => Box::new(CelString::from(
+            value.downcast_ref::<CelString>()?.inner().to_owned(),
+        )),
+        Kind::Bytes => Box::new(CelBytes::from(
+            value.downcast_ref::<CelBytes>()?.inner().to_vec(),
+        )),
+        Kind::Duration => Box::new(*value.downcast_ref::<CelDuration>()?),
+        Kind::Timestamp => Box::new(value.downcast_ref::<CelTimestamp>()?.clone()),
+        Kind::Type => Box::new(value.downcast_ref::<CelType>()?.clone()),
+        Kind::List => {
+            let mut items = value.as_iterable()?.iter();
+            let mut list = Vec::new();
+            while let Some(item) = items.next() {
+                list.push(to_static(item)?);
+            }
+            Box::new(CelList::from(list))
+        }
+        Kind::Map => {
+            let indexer = value.as_indexer()?;
+            let mut keys = value.as_iterable()?.iter();
+            let mut map = OrderedMap::default();
+            while let Some(key) = keys.next() {
+                let item = to_static(indexer.get(key).ok()?.as_ref())?;
+                let key = CelMapKey::try_from(to_static(key)?).ok()?;
+                map.insert(key, item);
+            }
+            Box::new(map)
+        }
+        _ => {
+            if let Some(optional) = value.downcast_ref::<CelOptional>() {
+                return Some(Box::new(match optional.option() {
+                    Some(inner) => CelOptional::of(to_static(inner)?),
+                    None => CelOptional::none(),
+                }));
+            }
+            if let Some(object) = value.downcast_ref::<cel::common::types::CelStruct>() {
+                return super::structs::to_static(object);
+            }
+            static_copy(value.as_any()?)?
+        }
+    })
+}
+
+/// A copy of a value of one of graft's own types, which own what they hold.
+fn static_copy(value: &dyn std::any::Any) -> Option<Box<dyn Val + 'static>> {
+    fn copy<T: Val + Clone + 'static>(value: &dyn std::any::Any) -> Option<Box<dyn Val + 'static>> {
+        value
+            .downcast_ref::<T>()
+            .map(|v| Box::new(v.clone()) as Box<dyn Val>)
+    }
+    copy::<super::quantities::Quantity>(value)
+        .or_else(|| copy::<super::net::Ip>(value))
+        .or_else(|| copy::<super::net::Cidr>(value))
+        .or_else(|| copy::<super::urls::Url>(value))
+        .or_else(|| copy::<super::semver::Semver>(value))
+        .or_else(|| copy::<super::formats::NamedFormat>(value))
+}

@@ -103,6 +103,46 @@ pub fn interpolate(template: &str, args: &[&dyn Val]) -> Result<String, String> 
     Ok(out)
 }
 
+/// The verbs of `template`'s clauses in order (`s`, `d`, ...), and what ends them early:
+/// a clause at the end of the string, or one that does not parse (cel-go's message),
+/// with how many clauses came before. What cel-go's compile-time check of a literal
+/// format string reads.
+pub fn verbs(template: &str) -> (Vec<char>, Option<String>) {
+    let bytes = template.as_bytes();
+    let mut verbs = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'%' {
+            at += 1;
+            continue;
+        }
+        if bytes.get(at + 1) == Some(&b'%') {
+            at += 2;
+            continue;
+        }
+        if at + 1 >= bytes.len() {
+            return (verbs, Some("unexpected end of string".to_owned()));
+        }
+        match clause(&template[at + 1..]) {
+            Ok((read, _)) => {
+                let verb = template[at + 1..at + 1 + read]
+                    .chars()
+                    .last()
+                    .unwrap_or('s');
+                verbs.push(verb);
+                at += 1 + read;
+            }
+            Err(e) => {
+                return (
+                    verbs,
+                    Some(format!("could not parse formatting clause: {e}")),
+                );
+            }
+        }
+    }
+    (verbs, None)
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Clause {
     String,

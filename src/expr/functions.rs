@@ -102,6 +102,8 @@ fn every_overload() -> Vec<Overload> {
     all.extend(super::comprehensions::overloads());
     all.extend(super::semver::overloads());
     all.extend(super::formats::overloads());
+    all.extend(super::structs::overloads());
+    all.extend(super::structs::internal_overloads());
     all
 }
 

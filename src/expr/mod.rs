@@ -7,9 +7,13 @@
 //! - [`template::Template`]: a JSON value whose strings may hold `{{ expr }}`.
 //! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`,
 //!   `parseImageReference`, ...), thin wrappers over [`crate::k8s`].
-//! - `lists`, `net`, `quantities`: Kubernetes' CEL list, set, regex, IP, CIDR and quantity
-//!   libraries.
+//! - `lists`, `net`, `quantities`, `urls`, `semver`, `formats`: Kubernetes' CEL list, set,
+//!   regex, IP, CIDR, quantity, URL, semver and format libraries; `comprehensions`,
+//!   `lists_ext`, `optionals`, `format`: cel-go's two-variable comprehensions, lists
+//!   extension, optional values and `format` as Kubernetes enables them.
 //! - `check` and `catalog`: the load-time check that every name an expression uses exists.
+//! - [`AdmissionExpression`] and [`AdmissionActivation`]: a MutatingAdmissionPolicy's
+//!   expressions, compiled, checked and evaluated as kube-apiserver does (`admission`).
 //!
 //! Converting the request's JSON into CEL values used to be the dominant cost of an
 //! evaluation, so a scope hands the tree bindings (a `foreach` element too) to CEL as
@@ -19,6 +23,10 @@
 //! the views by the scope itself ([`paths`]), since cel would convert each level it steps
 //! through.
 
+mod admission;
+mod admission_check;
+mod admission_result;
+mod admission_types;
 mod catalog;
 pub mod check;
 mod comprehensions;
@@ -38,6 +46,7 @@ mod paths;
 mod quantities;
 pub mod request_fields;
 mod semver;
+mod structs;
 pub mod template;
 #[cfg(test)]
 mod tests;
@@ -56,6 +65,10 @@ use cel::{Context, Env, Program};
 
 use crate::tree::Tree;
 
+pub use admission::{
+    AdmissionActivation, AdmissionBindings, AdmissionDeclarations, AdmissionError,
+    AdmissionExpression, AdmissionKind,
+};
 pub use check::{CheckError, Declarations};
 pub use convert::MAX_DEPTH;
 pub use request_fields::RequestFields;
@@ -135,6 +148,11 @@ impl Needs {
 /// is a bug in the registrations, reported by every compile.
 static ENV: LazyLock<Result<Arc<Env>, String>> = LazyLock::new(|| build_environment(true));
 
+/// The environment of MutatingAdmissionPolicy expressions: the same, but a map literal
+/// that repeats a key keeps the last, as cel-go's does.
+static ADMISSION_ENV: LazyLock<Result<Arc<Env>, String>> =
+    LazyLock::new(|| build_environment(false));
+
 /// graft's environment; `duplicate_keys_fail`: whether a map literal that repeats a key
 /// fails, as it did before MutatingAdmissionPolicy came (the CEL spec's reading).
 fn build_environment(duplicate_keys_fail: bool) -> Result<Arc<Env>, String> {
@@ -147,8 +165,24 @@ fn build_environment(duplicate_keys_fail: bool) -> Result<Arc<Env>, String> {
         .and_then(|()| env.add_extension(comprehensions::register_macros))
         .and_then(|()| env.add_extension(lists_ext::register_macros))
         .and_then(|()| env.add_extension(optionals::register_macros))
+        // So that `type(x) == Object` holds of an `Object{}` value.
+        .and_then(|()| {
+            env.add_type(cel::common::types::Type::new_struct(
+                structs::OBJECT.to_owned(),
+            ))
+        })
+        .and_then(|()| {
+            env.add_type(cel::common::types::Type::new_struct(
+                structs::JSON_PATCH.to_owned(),
+            ))
+        })
         .map_err(|e| format!("cannot build the CEL environment: {e}"))?;
     Ok(Arc::new(env))
+}
+
+/// The environment of MutatingAdmissionPolicy expressions, or why it could not be built.
+fn admission_environment() -> Result<&'static Arc<Env>, String> {
+    ADMISSION_ENV.as_ref().map_err(Clone::clone)
 }
 
 impl ExprError {
@@ -470,7 +504,7 @@ fn fold_params(
         }
         value
     };
-    fold::fold(root, &evaluate)
+    fold::fold(root, &["params"], &evaluate)
 }
 
 impl Vars<'_> {
@@ -539,3 +573,7 @@ mod view_tests;
 #[cfg(test)]
 #[path = "extensions_tests.rs"]
 mod extensions_tests;
+
+#[cfg(test)]
+#[path = "admission_tests.rs"]
+mod admission_tests;

@@ -30,7 +30,7 @@ const NANOS_PER_UNIT: i128 = 1_000_000_000;
 
 /// A quantity, in billionths of its base unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Quantity(i128);
+pub(super) struct Quantity(i128);
 
 impl Val for Quantity {
     fn get_type(&self) -> &Type {
