@@ -16,7 +16,7 @@
 //!
 //! Errors read as the apiserver's (`expression '...' resulted in error: no such key: x`):
 //! the `cel` crate's messages are reworded as cel-go's where they differ
-//! ([`cel_go_message`]).
+//! (`super::admission_result::cel_go_message`).
 //!
 //! An expression is given as much cost budget as [`BUDGET`] allows, with the variables
 //! it reads; past it, the apiserver's `operation cancelled: actual cost limit exceeded`.
@@ -29,6 +29,7 @@ use cel::context::VariableResolver;
 use cel::{Context, Env, ExecutionError};
 
 use super::admission_check::{self, Rejection};
+use super::admission_result::cel_go_message;
 use super::{cost, fold, limits, paths, structs, view};
 use crate::k8s::json_patch_v4::Operation;
 use crate::tree::Tree;
@@ -456,49 +457,5 @@ impl VariableResolver for Resolver<'_, '_> {
                 .map(CowVal::Borrowed);
         }
         None
-    }
-}
-
-/// cel-go's message for an error of the `cel` crate, where the two word it differently.
-pub fn cel_go_message(error: &ExecutionError) -> String {
-    use cel::objects::Value;
-    match error {
-        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
-        ExecutionError::NoSuchOverload(_)
-        | ExecutionError::UnsupportedBinaryOperator(..)
-        | ExecutionError::UnexpectedType { .. }
-        | ExecutionError::ValuesNotComparable(..)
-        | ExecutionError::UnsupportedIndex(..)
-        | ExecutionError::UnsupportedKeyType(_) => "no such overload".to_owned(),
-        ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
-        ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
-        ExecutionError::Overflow(_, left, _) => match left {
-            Value::UInt(_) => "unsigned integer overflow",
-            Value::Timestamp(_) => "timestamp overflow",
-            Value::Duration(_) => "duration overflow",
-            _ => "integer overflow",
-        }
-        .to_owned(),
-        ExecutionError::IndexOutOfBounds(index) => match index {
-            Value::Int(i) => format!("index out of range: {i}"),
-            other => format!("index out of range: {other:?}"),
-        },
-        ExecutionError::UndeclaredReference(name) if name.starts_with("authorizer") => {
-            "graft does not evaluate authorizer checks yet: the authorizer cannot be read"
-                .to_owned()
-        }
-        ExecutionError::UndeclaredReference(name) => format!("no such attribute: {name}"),
-        ExecutionError::FunctionError { function, message } => {
-            match function.as_str() {
-                // The crate says why a string does not convert; cel-go only that it does not.
-                "int" | "uint" | "double" | "bool"
-                    if message.contains("parse") || message.contains("conversion") =>
-                {
-                    format!("type conversion error from 'string' to '{function}'")
-                }
-                _ => message.clone(),
-            }
-        }
-        other => other.to_string(),
     }
 }

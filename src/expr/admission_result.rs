@@ -299,3 +299,47 @@ fn number(f: f64) -> Result<Tree<'static>, String> {
             )
         })
 }
+
+/// cel-go's message for an error of the `cel` crate, where the two word it differently.
+pub fn cel_go_message(error: &cel::ExecutionError) -> String {
+    use cel::objects::Value;
+    match error {
+        cel::ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        cel::ExecutionError::NoSuchOverload(_)
+        | cel::ExecutionError::UnsupportedBinaryOperator(..)
+        | cel::ExecutionError::UnexpectedType { .. }
+        | cel::ExecutionError::ValuesNotComparable(..)
+        | cel::ExecutionError::UnsupportedIndex(..)
+        | cel::ExecutionError::UnsupportedKeyType(_) => "no such overload".to_owned(),
+        cel::ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
+        cel::ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
+        cel::ExecutionError::Overflow(_, left, _) => match left {
+            Value::UInt(_) => "unsigned integer overflow",
+            Value::Timestamp(_) => "timestamp overflow",
+            Value::Duration(_) => "duration overflow",
+            _ => "integer overflow",
+        }
+        .to_owned(),
+        cel::ExecutionError::IndexOutOfBounds(index) => match index {
+            Value::Int(i) => format!("index out of range: {i}"),
+            other => format!("index out of range: {other:?}"),
+        },
+        cel::ExecutionError::UndeclaredReference(name) if name.starts_with("authorizer") => {
+            "graft does not evaluate authorizer checks yet: the authorizer cannot be read"
+                .to_owned()
+        }
+        cel::ExecutionError::UndeclaredReference(name) => format!("no such attribute: {name}"),
+        cel::ExecutionError::FunctionError { function, message } => {
+            match function.as_str() {
+                // The crate says why a string does not convert; cel-go only that it does not.
+                "int" | "uint" | "double" | "bool"
+                    if message.contains("parse") || message.contains("conversion") =>
+                {
+                    format!("type conversion error from 'string' to '{function}'")
+                }
+                _ => message.clone(),
+            }
+        }
+        other => other.to_string(),
+    }
+}

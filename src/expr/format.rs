@@ -1,8 +1,6 @@
-//! `string.format(list)` as cel-go's strings extension version 2 has it, the one
-//! Kubernetes enables (`ext/formatting.go`'s first formatter, locale `en_US`). The `cel`
-//! crate implements the later formatter of the CEL spec, which reads the same clauses
-//! differently: this overload is declared before the crate's, so it is the one calls
-//! find.
+//! `string.format(list)` as Kubernetes' cel-go has it (strings extension version 2: the
+//! first formatter, locale `en_US`). The `cel` crate's reads the same clauses as the CEL
+//! spec's later formatter: this overload is declared first, so calls find it.
 //!
 //! | Clause | Argument | Output |
 //! |---|---|---|
@@ -103,10 +101,8 @@ pub fn interpolate(template: &str, args: &[&dyn Val]) -> Result<String, String> 
     Ok(out)
 }
 
-/// The verbs of `template`'s clauses in order (`s`, `d`, ...), and what ends them early:
-/// a clause at the end of the string, or one that does not parse (cel-go's message),
-/// with how many clauses came before. What cel-go's compile-time check of a literal
-/// format string reads.
+/// The verbs of `template`'s clauses (`s`, `d`, ...), and cel-go's message for what ends
+/// them early: what its compile-time check of a literal format string reads.
 pub fn verbs(template: &str) -> (Vec<char>, Option<String>) {
     let bytes = template.as_bytes();
     let mut verbs = Vec::new();
@@ -445,17 +441,14 @@ fn element(arg: &dyn Val) -> Result<String, String> {
                 go_text::quote(&text)
             }
         }
-        Kind::Timestamp | Kind::Duration => {
-            let name = if kind == Kind::Timestamp {
-                "timestamp"
-            } else {
-                "duration"
-            };
-            format!(
-                "{name}({})",
-                go_text::quote(&scalar(arg).unwrap_or_default())
-            )
-        }
+        Kind::Timestamp => format!(
+            "timestamp({})",
+            go_text::quote(&scalar(arg).unwrap_or_default())
+        ),
+        Kind::Duration => format!(
+            "duration({})",
+            go_text::quote(&scalar(arg).unwrap_or_default())
+        ),
         Kind::Int | Kind::UInt | Kind::Boolean | Kind::Type => scalar(arg).unwrap_or_default(),
         _ => {
             return Err(format!(
@@ -502,85 +495,5 @@ fn map(arg: &dyn Val) -> Result<String, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::super::evaluate_unbound as eval;
-
-    #[test]
-    fn clauses_read_as_cel_go_reads_them() {
-        for (source, expected) in [
-            ("'%s-%d'.format(['web', 42])", "web-42"),
-            ("'%.2f'.format([3.14159])", "3.14"),
-            ("'%f'.format([1234567.891])", "1,234,567.891000"),
-            ("'%x|%o|%b'.format([255, 8, 5])", "ff|10|101"),
-            ("'%X'.format(['hi'])", "6869"),
-            ("'%x'.format([-255])", "-ff"),
-            ("'%b'.format([true])", "1"),
-            ("'%e'.format([1200.0])", "1.200000×10⁰³"),
-            ("'%e'.format([-0.00012])", "-1.200000×10⁻⁰⁴"),
-            ("'%.20e'.format([1.0])", "       1.000000×10⁰⁰"),
-            (
-                "'%s'.format([[1, 'a', 2.5, b'b', null]])",
-                "[1, \"a\", 2.500000, b\"b\", null]",
-            ),
-            (
-                "'%s'.format([{'k': 'v', 'a': [true]}])",
-                "{\"a\":[true], \"k\":\"v\"}",
-            ),
-            ("'%s'.format([123456789.0])", "1.23456789e+08"),
-            ("'%s'.format([1.5])", "1.5"),
-            ("'%s'.format([duration('90s')])", "90s"),
-            ("'%s'.format([[duration('1.5s')]])", "[duration(\"1.5s\")]"),
-            (
-                "'%s'.format([timestamp('2024-01-02T03:04:05.120+02:00')])",
-                "2024-01-02T03:04:05.12+02:00",
-            ),
-            ("'%s %s'.format([type(1), null])", "int null"),
-            ("'%d%%'.format([5])", "5%"),
-            ("'%.3s'.format(['abcdef'])", "abcdef"),
-            ("'%f'.format(['NaN'])", "NaN"),
-        ] {
-            assert_eq!(eval(source), Ok(json!(expected)), "{source}");
-        }
-    }
-
-    #[test]
-    fn mismatches_are_cel_go_errors() {
-        for (source, expected) in [
-            (
-                "'%d'.format([1.0])",
-                "error during formatting: decimal clause can only be used on integers, was \
-                 given double",
-            ),
-            (
-                "'%f'.format([1])",
-                "error during formatting: fixed-point clause can only be used on doubles, was \
-                 given int",
-            ),
-            ("'%s %s'.format(['a'])", "index 1 out of range"),
-            (
-                "'%q'.format(['a'])",
-                "could not parse formatting clause: unrecognized formatting clause \"q\"",
-            ),
-            ("'%'.format(['a'])", "unexpected end of string"),
-            (
-                "'%s'.format([optional.of(1)])",
-                "error during formatting: string clause can only be used on strings, bools, \
-                 bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given \
-                 optional_type",
-            ),
-            (
-                "'%s'.format([[optional.of(1)]])",
-                "error during formatting: no formatting function for optional_type",
-            ),
-        ] {
-            let error = eval(source).expect_err(source).to_string();
-            assert_eq!(
-                error,
-                format!("Error executing function 'format': {expected}"),
-                "{source}"
-            );
-        }
-    }
-}
+#[path = "format_tests.rs"]
+mod tests;

@@ -25,6 +25,7 @@
 
 mod admission;
 mod admission_check;
+mod admission_literals;
 mod admission_result;
 mod admission_types;
 mod catalog;
@@ -577,3 +578,7 @@ mod extensions_tests;
 #[cfg(test)]
 #[path = "admission_tests.rs"]
 mod admission_tests;
+
+#[cfg(test)]
+#[path = "admission_eval_tests.rs"]
+mod admission_eval_tests;
