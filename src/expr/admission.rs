@@ -112,6 +112,8 @@ impl std::fmt::Debug for AdmissionExpression {
 
 impl AdmissionExpression {
     /// Compiles `source` as the apiserver compiles an expression of `declarations.kind`.
+    /// Give the text it compiles: it trims match conditions' and mutations' expressions
+    /// first, not variables'.
     pub fn compile(
         source: &str,
         declarations: &AdmissionDeclarations<'_>,

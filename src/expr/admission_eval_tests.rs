@@ -453,3 +453,17 @@ fn params_and_null_bindings_are_values() {
     );
     assert_eq!(inputs.activation().evaluate_bool(&params), Ok(true));
 }
+
+#[test]
+fn a_field_the_request_lacks_is_no_such_key() {
+    let mut inputs = Inputs::new();
+    inputs.request = Tree::from(json!({"operation": "CREATE"}));
+    let source = r#"Object{metadata: Object.metadata{labels: {"req-ns": request.namespace}}}"#;
+    assert_eq!(
+        inputs.apply(source),
+        Err(AdmissionError::Evaluation {
+            expression: source.to_owned(),
+            error: "no such key: namespace".to_owned()
+        })
+    );
+}

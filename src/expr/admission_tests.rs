@@ -256,3 +256,29 @@ fn issues_are_placed_as_cel_go_places_them() {
          '')\n | 'é' == params.x\n | .......^"
     );
 }
+
+#[test]
+fn fields_namespace_object_does_not_declare_are_refused() {
+    let source = "Object{metadata: Object.metadata{annotations: {\n  \"n\": \
+                  string(size(namespaceObject.metadata.managedFields))\n}}}";
+    assert_eq!(
+        refused(source, AdmissionKind::ApplyConfiguration),
+        format!(
+            "compilation failed: ERROR: <input>:2:44: undefined field 'managedFields'\n |   \"n\": \
+             string(size(namespaceObject.metadata.managedFields))\n | {}^",
+            ".".repeat(43)
+        )
+    );
+}
+
+#[test]
+fn graft_s_own_dialect_keeps_its_rules() {
+    use super::{Declarations, Expression};
+    // No patch types, and a repeated map key is still an error there.
+    let error = Expression::compile("Object{}.a == 1", &Declarations::NONE)
+        .expect_err("Object")
+        .to_string();
+    assert_eq!(error, "unknown message type Object");
+    let repeated = super::evaluate_unbound("{'a': 1, 'a': 2}['a']").expect_err("repeated");
+    assert!(repeated.to_string().contains("repeated key"), "{repeated}");
+}
