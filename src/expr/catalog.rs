@@ -129,7 +129,88 @@ pub const MACROS: &[Signature] = &[
     method("map", 3),
     method("optFlatMap", 2),
     method("optMap", 2),
+    // Two-variable comprehensions (`super::comprehensions`). `all`, `exists`,
+    // `exists_one` and `existsOne` with three arguments are left out, so that a call with
+    // a wrong count names the form most write.
+    method("transformList", 3),
+    method("transformList", 4),
+    method("transformMap", 3),
+    method("transformMap", 4),
+    method("transformMapEntry", 3),
+    method("transformMapEntry", 4),
+    // The lists extension (`super::lists_ext`).
+    method("sortBy", 2),
 ];
+
+/// What graft has that Kubernetes' environment does not: a MutatingAdmissionPolicy that
+/// calls one is refused, as the apiserver refuses it. (`'s'.reverse()`, strings
+/// version 3, shares its name with the lists extension's `reverse` and is not told
+/// apart.)
+const GRAFT_ONLY: &[&str] = &[
+    "podOrdinal",
+    "quantityValue",
+    "formatQuantity",
+    "scaleQuantity",
+    "jsonDecode",
+    "jsonEncode",
+    "annotationJSON",
+    "multusNetworks",
+    "multusParse",
+    "parseImageReference",
+    "formatImageReference",
+    "imageWithRegistry",
+    "regexReplace",
+];
+
+/// Kubernetes' authorizer library (`library/authz.go`): a MutatingAdmissionPolicy may
+/// call it, and graft fails the evaluation that does (it cannot ask the apiserver's
+/// authorizer yet).
+const AUTHORIZER: &[Signature] = &[
+    method("path", 1),
+    method("group", 1),
+    method("serviceAccount", 2),
+    method("resource", 1),
+    method("subresource", 1),
+    method("namespace", 1),
+    method("name", 1),
+    method("check", 1),
+    method("allowed", 0),
+    method("reason", 0),
+    method("errored", 0),
+    method("error", 0),
+    method("fieldSelector", 1),
+    method("labelSelector", 1),
+];
+
+/// Every signature a MutatingAdmissionPolicy's expression may call.
+fn map_signatures() -> &'static [Signature] {
+    static ALL: LazyLock<Vec<Signature>> = LazyLock::new(|| {
+        signatures()
+            .iter()
+            // `q.sign()`: Kubernetes declares `sign(q)` only.
+            .filter(|s| {
+                !(GRAFT_ONLY.contains(&s.name) || s.name == "sign" && s.style == Style::Method)
+            })
+            .chain(AUTHORIZER)
+            .copied()
+            .collect()
+    });
+    &ALL
+}
+
+/// Whether a MutatingAdmissionPolicy may call `name` in `style` with `arity` arguments.
+pub fn map_has(name: &str, style: Style, arity: usize) -> bool {
+    map_signatures()
+        .iter()
+        .any(|s| s.name == name && s.style == style && s.arity == arity)
+}
+
+/// Whether a MutatingAdmissionPolicy may call `name` in `style`, with some arity.
+pub fn map_has_name(name: &str, style: Style) -> bool {
+    map_signatures()
+        .iter()
+        .any(|s| s.name == name && s.style == style)
+}
 
 /// Every signature: the library's, the macros' and graft's own.
 pub fn signatures() -> &'static [Signature] {

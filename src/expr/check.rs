@@ -311,8 +311,9 @@ impl Checker<'_> {
     }
 }
 
-/// The operators the parser writes as calls (`_+_`, `@in`, `!_`, `_?._`, ...).
-fn is_operator(name: &str) -> bool {
+/// The operators the parser writes as calls (`_+_`, `@in`, `!_`, `_?._`, ...), and
+/// graft's internal functions (`@graft_keys`).
+pub(super) fn is_operator(name: &str) -> bool {
     name.starts_with('_') || name.starts_with('@') || name.ends_with('_')
 }
 

@@ -270,3 +270,21 @@ fn nothing_is_reported_for_values_the_shapes_do_not_cover() {
         "[1, 2].map(x, x * 2)[0] == 2",
     ]);
 }
+
+#[test]
+fn the_libraries_kubernetes_enables_are_known() {
+    passes(&[
+        "[1].transformList(i, v, v) == [1] && {'a': 1}.transformMap(k, v, v).size() == 1",
+        "[1].all(i, v, v > i) && [1].exists(i, v, true) && [1].existsOne(i, v, true)",
+        "[[1]].flatten().sortBy(e, e) == lists.range(1).reverse().distinct().sort()",
+        "[1].first().orValue(0) == 1 && optional.unwrap([]) == [].unwrapOpt()",
+        "semver('1.0.0').major() == 1 && isSemver('1.0.0') && sign(quantity('1')) == 1",
+        "format.dns1123Label().validate('a') == format.named('uri').value().validate('/a')",
+        "jsonpatch.escapeKey('a/b') == '%s'.format(['a~1b'])",
+    ]);
+    fails(&[(
+        "[1].transformList(i)",
+        "transformList takes 3 or 4 arguments, not 1",
+        None,
+    )]);
+}

@@ -47,35 +47,62 @@ fn to_val(value: &Tree<'_>, depth: usize) -> Result<Box<dyn Val + 'static>, Expr
                 .collect::<Result<Vec<_>, _>>()?,
         )),
         Tree::Map(fields) => {
-            let mut map = HashMap::with_capacity(fields.len());
+            let mut map = OrderedMap::with_capacity(fields.len());
             for (key, item) in fields.iter() {
-                map.insert(
-                    CelMapKey::String(CelString::from(key.to_owned())),
-                    to_val(item, depth + 1)?,
-                );
+                let key = CelMapKey::String(CelString::from(key.to_owned()));
+                map.insert(key, to_val(item, depth + 1)?);
             }
-            Box::new(OrderedMap {
-                map: CelMap::from(map),
-                keys: fields
-                    .keys()
-                    .map(|key| CelString::from(key.to_owned()))
-                    .collect(),
-            })
+            Box::new(map)
         }
     })
 }
 
-/// A map converted from JSON (a variable, decoded JSON, a function's result). cel's own
-/// map walks its keys in its hash map's order, which is random per process; this one
-/// walks them in the JSON's order, as the views of the object do, so what an expression
-/// builds by iterating it is the same on every replica. Everything else is cel's map's.
-#[derive(Debug, Clone)]
-struct OrderedMap {
-    map: CelMap<'static>,
-    keys: Vec<CelString<'static>>,
+/// A map that walks its keys in the order they were inserted: one converted from JSON
+/// (a variable, decoded JSON, a function's result), in the JSON's order, or one a
+/// comprehension builds (`transformMap`), in the order it iterated. cel's own map walks
+/// its keys in its hash map's order, which is random per process; this one walks them
+/// as the views of the object do, so what an expression builds by iterating it is the
+/// same on every replica. Everything else is cel's map's.
+#[derive(Debug, Clone, Default)]
+pub struct OrderedMap<'v> {
+    map: CelMap<'v>,
+    keys: Vec<CelMapKey<'v>>,
 }
 
-impl Val for OrderedMap {
+impl<'v> OrderedMap<'v> {
+    fn with_capacity(capacity: usize) -> OrderedMap<'v> {
+        OrderedMap {
+            map: CelMap::from(HashMap::with_capacity(capacity)),
+            keys: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Adds an entry; `false`, changing nothing, when the map has the key already.
+    pub fn insert(&mut self, key: CelMapKey<'v>, value: Box<dyn Val + 'v>) -> bool {
+        let mut entries = std::mem::take(&mut self.map).into_inner();
+        let added = match entries.entry(key.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(vacant) => {
+                vacant.insert(value);
+                self.keys.push(key);
+                true
+            }
+        };
+        self.map = CelMap::from(entries);
+        added
+    }
+
+    /// The entries, in order.
+    pub fn into_entries(self) -> Vec<(CelMapKey<'v>, Box<dyn Val + 'v>)> {
+        let mut entries = self.map.into_inner();
+        self.keys
+            .into_iter()
+            .filter_map(|key| entries.remove_entry(&key))
+            .collect()
+    }
+}
+
+impl<'v> Val for OrderedMap<'v> {
     fn get_type(&self) -> &Type {
         <Self as Val>::cel_type()
     }
@@ -88,23 +115,23 @@ impl Val for OrderedMap {
         self.map.as_container()
     }
 
-    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    fn as_indexer<'b, 'w>(&'b self) -> Option<&'b (dyn Indexer + 'w)>
     where
-        Self: 'v,
+        Self: 'w,
     {
         self.map.as_indexer()
     }
 
-    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
+    fn into_indexer<'w>(self: Box<Self>) -> Option<Box<dyn Indexer + 'w>>
     where
-        Self: 'v,
+        Self: 'w,
     {
         Some(Box::new(self.map))
     }
 
-    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
+    fn as_iterable<'b, 'w>(&'b self) -> Option<&'b (dyn Iterable + 'w)>
     where
-        Self: 'v,
+        Self: 'w,
     {
         Some(self)
     }
@@ -121,42 +148,42 @@ impl Val for OrderedMap {
         self.map.equals(other)
     }
 
-    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    fn clone_as_boxed<'w>(&self) -> Box<dyn Val + 'w>
     where
-        Self: 'v,
+        Self: 'w,
     {
         Box::new(self.clone())
     }
 
-    fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
+    fn as_builtin<'b, 'w>(&'b self) -> BuiltinRef<'b, 'w>
     where
-        Self: 'v,
+        Self: 'w,
     {
         BuiltinRef::Map(&self.map)
     }
 
-    fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
+    fn into_builtin<'w>(self: Box<Self>) -> Option<Builtin<'w>>
     where
-        Self: 'v,
+        Self: 'w,
     {
         Some(Builtin::Map(self.map))
     }
 }
 
-impl Iterable for OrderedMap {
-    fn iter<'b, 'v>(&'b self) -> Box<dyn cel::common::traits::Iterator<'b, 'v> + 'b>
+impl<'v> Iterable for OrderedMap<'v> {
+    fn iter<'b, 'w>(&'b self) -> Box<dyn cel::common::traits::Iterator<'b, 'w> + 'b>
     where
-        Self: 'v,
+        Self: 'w,
     {
         Box::new(KeysInOrder(self.keys.iter()))
     }
 }
 
-struct KeysInOrder<'b>(std::slice::Iter<'b, CelString<'static>>);
+struct KeysInOrder<'b, 'v>(std::slice::Iter<'b, CelMapKey<'v>>);
 
-impl<'b, 'v> cel::common::traits::Iterator<'b, 'v> for KeysInOrder<'b> {
-    fn next(&mut self) -> Option<&'b (dyn Val + 'v)> {
-        self.0.next().map(|key| key as &dyn Val)
+impl<'b, 'v: 'w, 'w> cel::common::traits::Iterator<'b, 'w> for KeysInOrder<'b, 'v> {
+    fn next(&mut self) -> Option<&'b (dyn Val + 'w)> {
+        self.0.next().map(|key| key.inner())
     }
 }
 
@@ -358,4 +385,74 @@ pub fn to_json_string(value: &Tree<'_>) -> Result<String, ExprError> {
         return Err(too_large());
     }
     Ok(text)
+}
+
+/// A copy of `value` that owns everything, of the same CEL type (a map's keys in the
+/// order it walks them): how a MutatingAdmissionPolicy's variable keeps its value for
+/// the evaluations that read it after the one that computed it. `None` for a value of a
+/// type this does not know.
+pub fn to_static(value: &dyn Val) -> Option<Box<dyn Val + 'static>> {
+    use cel::common::types::{CelBytes, CelDuration, CelTimestamp, CelType};
+    Some(match value.get_type().kind() {
+        Kind::NullType => Box::new(CelNull),
+        Kind::Boolean => Box::new(CelBool::from(*value.downcast_ref::<CelBool>()?.inner())),
+        Kind::Int => Box::new(CelInt::from(*value.downcast_ref::<CelInt>()?.inner())),
+        Kind::UInt => Box::new(CelUInt::from(*value.downcast_ref::<CelUInt>()?.inner())),
+        Kind::Double => Box::new(CelDouble::from(*value.downcast_ref::<CelDouble>()?.inner())),
+        Kind::String => Box::new(CelString::from(
+            value.downcast_ref::<CelString>()?.inner().to_owned(),
+        )),
+        Kind::Bytes => Box::new(CelBytes::from(
+            value.downcast_ref::<CelBytes>()?.inner().to_vec(),
+        )),
+        Kind::Duration => Box::new(*value.downcast_ref::<CelDuration>()?),
+        Kind::Timestamp => Box::new(value.downcast_ref::<CelTimestamp>()?.clone()),
+        Kind::Type => Box::new(value.downcast_ref::<CelType>()?.clone()),
+        Kind::List => {
+            let mut items = value.as_iterable()?.iter();
+            let mut list = Vec::new();
+            while let Some(item) = items.next() {
+                list.push(to_static(item)?);
+            }
+            Box::new(CelList::from(list))
+        }
+        Kind::Map => {
+            let indexer = value.as_indexer()?;
+            let mut keys = value.as_iterable()?.iter();
+            let mut map = OrderedMap::default();
+            while let Some(key) = keys.next() {
+                let item = to_static(indexer.get(key).ok()?.as_ref())?;
+                let key = CelMapKey::try_from(to_static(key)?).ok()?;
+                map.insert(key, item);
+            }
+            Box::new(map)
+        }
+        _ => {
+            if let Some(optional) = value.downcast_ref::<CelOptional>() {
+                return Some(Box::new(match optional.option() {
+                    Some(inner) => CelOptional::of(to_static(inner)?),
+                    None => CelOptional::none(),
+                }));
+            }
+            if let Some(object) = value.downcast_ref::<cel::common::types::CelStruct>() {
+                return super::structs::to_static(object);
+            }
+            static_copy(value.as_any()?)?
+        }
+    })
+}
+
+/// A copy of a value of one of graft's own types, which own what they hold.
+fn static_copy(value: &dyn std::any::Any) -> Option<Box<dyn Val + 'static>> {
+    fn copy<T: Val + Clone + 'static>(value: &dyn std::any::Any) -> Option<Box<dyn Val + 'static>> {
+        value
+            .downcast_ref::<T>()
+            .map(|v| Box::new(v.clone()) as Box<dyn Val>)
+    }
+    copy::<super::quantities::Quantity>(value)
+        .or_else(|| copy::<super::net::Ip>(value))
+        .or_else(|| copy::<super::net::Cidr>(value))
+        .or_else(|| copy::<super::urls::Url>(value))
+        .or_else(|| copy::<super::semver::Semver>(value))
+        .or_else(|| copy::<super::formats::NamedFormat>(value))
 }

@@ -45,7 +45,12 @@ pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
 /// Runs one evaluation with a fresh budget. Returns its result and whether it ran out
 /// of budget (its error is then the budget's, whatever the interpreter made of it).
 pub fn with_budget<T>(evaluate: impl FnOnce() -> T) -> (T, bool) {
-    REMAINING.with(|remaining| remaining.set(MAX_COST));
+    with_budget_of(MAX_COST, evaluate)
+}
+
+/// [`with_budget`] with a budget of `units`.
+pub fn with_budget_of<T>(units: u64, evaluate: impl FnOnce() -> T) -> (T, bool) {
+    REMAINING.with(|remaining| remaining.set(units));
     let result = evaluate();
     let exhausted = REMAINING.with(|remaining| remaining.get() == 0);
     (result, exhausted)

@@ -85,12 +85,15 @@ fn index_of(name: &str) -> Option<usize> {
 /// it stays in place.
 pub type Evaluate<'e> = &'e dyn Fn(&IdedExpr) -> Result<Box<dyn Val + 'static>, Unfolded>;
 
-/// `root` with its parts that read only `params` replaced by names for their values.
-pub fn fold(root: &IdedExpr, evaluate: Evaluate<'_>) -> (IdedExpr, Folded) {
+/// `root` with its parts that read only literals and the variables named in
+/// `constants` (`params` for graft's policies, none for a MutatingAdmissionPolicy's,
+/// whose params are the review's) replaced by names for their values.
+pub fn fold(root: &IdedExpr, constants: &[&str], evaluate: Evaluate<'_>) -> (IdedExpr, Folded) {
     let mut folded = Folded::default();
     let mut node = root.clone();
     let mut folder = Folder {
         evaluate,
+        constants,
         folded: &mut folded,
         shadowed: Vec::new(),
         inside_failure: false,
@@ -101,6 +104,7 @@ pub fn fold(root: &IdedExpr, evaluate: Evaluate<'_>) -> (IdedExpr, Folded) {
 
 struct Folder<'f> {
     evaluate: Evaluate<'f>,
+    constants: &'f [&'f str],
     folded: &'f mut Folded,
     /// The names bound by the comprehensions around the node being visited.
     shadowed: Vec<String>,
@@ -112,8 +116,11 @@ struct Folder<'f> {
 impl Rewrite for Folder<'_> {
     fn visit(&mut self, node: &mut IdedExpr) {
         if worth_folding(&node.expr)
-            && !self.shadowed.iter().any(|name| name == "params")
-            && reads_only_params(node, &mut Vec::new())
+            && !self
+                .shadowed
+                .iter()
+                .any(|name| self.constants.contains(&name.as_str()))
+            && reads_only(node, self.constants, &mut Vec::new())
         {
             match (self.evaluate)(node) {
                 Ok(value) => {
@@ -197,31 +204,35 @@ fn worth_folding(expr: &Expr) -> bool {
     }
 }
 
-/// Whether every name `node` refers to is `params` or bound inside `node` (`bound`:
-/// the names bound by the comprehensions of `node` around the current one).
-fn reads_only_params(node: &IdedExpr, bound: &mut Vec<String>) -> bool {
+/// Whether every name `node` refers to is one of `constants` or bound inside `node`
+/// (`bound`: the names bound by the comprehensions of `node` around the current one).
+fn reads_only(node: &IdedExpr, constants: &[&str], bound: &mut Vec<String>) -> bool {
     match &node.expr {
-        Expr::Ident(name) => bound.contains(name) || (name == "params"),
+        Expr::Ident(name) => bound.contains(name) || constants.contains(&name.as_str()),
         Expr::Literal(_) => true,
-        Expr::Select(select) => reads_only_params(&select.operand, bound),
+        Expr::Select(select) => reads_only(&select.operand, constants, bound),
         Expr::Call(call) => {
             call.target
                 .as_deref()
-                .is_none_or(|target| reads_only_params(target, bound))
-                && call.args.iter().all(|arg| reads_only_params(arg, bound))
+                .is_none_or(|target| reads_only(target, constants, bound))
+                && call
+                    .args
+                    .iter()
+                    .all(|arg| reads_only(arg, constants, bound))
         }
         Expr::List(list) => list
             .elements
             .iter()
-            .all(|item| reads_only_params(item, bound)),
+            .all(|item| reads_only(item, constants, bound)),
         Expr::Map(map) => map.entries.iter().all(|entry| match &entry.expr {
             EntryExpr::MapEntry(entry) => {
-                reads_only_params(&entry.key, bound) && reads_only_params(&entry.value, bound)
+                reads_only(&entry.key, constants, bound)
+                    && reads_only(&entry.value, constants, bound)
             }
             EntryExpr::StructField(_) => false,
         }),
         Expr::Comprehension(comprehension) => {
-            if !reads_only_params(&comprehension.iter_range, bound) {
+            if !reads_only(&comprehension.iter_range, constants, bound) {
                 return false;
             }
             let depth = bound.len();
@@ -235,11 +246,47 @@ fn reads_only_params(node: &IdedExpr, bound: &mut Vec<String>) -> bool {
                 &comprehension.result,
             ]
             .into_iter()
-            .all(|inner| reads_only_params(inner, bound));
+            .all(|inner| reads_only(inner, constants, bound));
             bound.truncate(depth);
             inner
         }
         Expr::Struct(_) | Expr::Unspecified => false,
+    }
+}
+
+/// Whether `node`, or a node below it, is one `found` holds of.
+pub fn contains(node: &IdedExpr, found: &dyn Fn(&Expr) -> bool) -> bool {
+    if found(&node.expr) {
+        return true;
+    }
+    match &node.expr {
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .any(|n| contains(n, found)),
+        Expr::Call(call) => call
+            .target
+            .as_deref()
+            .into_iter()
+            .chain(&call.args)
+            .any(|n| contains(n, found)),
+        Expr::List(list) => list.elements.iter().any(|n| contains(n, found)),
+        Expr::Map(map) => map.entries.iter().any(|entry| entry_contains(entry, found)),
+        Expr::Struct(s) => s.entries.iter().any(|entry| entry_contains(entry, found)),
+        Expr::Select(select) => contains(&select.operand, found),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => false,
+    }
+}
+
+fn entry_contains(entry: &cel::common::ast::IdedEntryExpr, found: &dyn Fn(&Expr) -> bool) -> bool {
+    match &entry.expr {
+        EntryExpr::MapEntry(entry) => contains(&entry.key, found) || contains(&entry.value, found),
+        EntryExpr::StructField(field) => contains(&field.value, found),
     }
 }
 

@@ -76,19 +76,42 @@ impl Overload {
     }
 }
 
-/// Every overload graft adds to the CEL standard library.
+/// Every overload graft adds to the CEL standard library that CEL source can call.
 pub fn overloads() -> Vec<Overload> {
-    let mut all = own();
-    all.extend(super::lists::overloads());
-    all.extend(super::net::overloads());
-    all.extend(super::quantities::overloads());
-    all.extend(super::urls::overloads());
+    let mut all = every_overload();
+    all.retain(|overload| !is_internal(overload.name));
     all
 }
 
-/// Declares every overload of [`overloads`] on `env`.
+/// Whether `name` is one only graft's rewrites of a program call: `@` cannot begin a
+/// name in CEL source.
+pub fn is_internal(name: &str) -> bool {
+    name.starts_with('@')
+}
+
+/// Every overload graft declares, the internal ones of its macros and rewrites too.
+fn every_overload() -> Vec<Overload> {
+    let mut all = own();
+    all.extend(super::lists::overloads());
+    all.extend(super::lists_ext::overloads());
+    all.extend(super::net::overloads());
+    all.extend(super::quantities::overloads());
+    all.extend(super::urls::overloads());
+    all.extend(super::format::overloads());
+    all.extend(super::optionals::overloads());
+    all.extend(super::comprehensions::overloads());
+    all.extend(super::semver::overloads());
+    all.extend(super::formats::overloads());
+    all.extend(super::structs::overloads());
+    all.extend(super::structs::internal_overloads());
+    all
+}
+
+/// Declares every overload graft has on `env`. Before the `cel` crate's strings
+/// extension: the first overload that takes a call's arguments is the one it calls, and
+/// graft's `format` is to be that one (`super::format`).
 pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
-    for overload in overloads() {
+    for overload in every_overload() {
         match overload.target {
             Some(target) => env.add_member_overload(
                 overload.name,

@@ -87,19 +87,28 @@ fn operators(bytes: &[u8]) -> usize {
 /// Refuses a program whose syntax tree is deeper than [`MAX_NESTING`], or whose
 /// comprehensions nest deeper than [`MAX_COMPREHENSION_NESTING`].
 pub fn check(root: &IdedExpr) -> Result<(), String> {
-    let (depth, nesting) = depths(root);
-    if depth > MAX_NESTING {
-        return Err(format!(
-            "the expression nests {depth} levels deep (each operator of a chain such as \
-             `a + b + c` is one level); at most {MAX_NESTING} are allowed: split it into \
-             variables, or use a list and a macro (`[a, b, c].exists(x, …)`)"
-        ));
-    }
+    check_depth(root)?;
+    let (_, nesting) = depths(root);
     if nesting > MAX_COMPREHENSION_NESTING {
         return Err(format!(
             "comprehensions (map, filter, all, exists, exists_one) nest {nesting} deep; at most \
              {MAX_COMPREHENSION_NESTING} are allowed, since each level multiplies the work by \
              the size of its list: compute the inner part in a variable instead"
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a program whose syntax tree is deeper than [`MAX_NESTING`]: what every
+/// program is held to, a MutatingAdmissionPolicy's too, whose comprehensions Kubernetes
+/// bounds by their cost alone.
+pub fn check_depth(root: &IdedExpr) -> Result<(), String> {
+    let (depth, _) = depths(root);
+    if depth > MAX_NESTING {
+        return Err(format!(
+            "the expression nests {depth} levels deep (each operator of a chain such as \
+             `a + b + c` is one level); at most {MAX_NESTING} are allowed: split it into \
+             variables, or use a list and a macro (`[a, b, c].exists(x, …)`)"
         ));
     }
     Ok(())
@@ -137,8 +146,11 @@ fn depths(root: &IdedExpr) -> (usize, usize) {
             Expr::Comprehension(c) => {
                 stack.push((&c.iter_range, below));
                 stack.push((&c.accu_init, below));
+                // A bind (the two-variable macros', `sortBy`'s, a lazy `orValue`'s)
+                // iterates over nothing: its body runs once.
+                let nests = usize::from(!super::comprehensions::is_bind(c));
                 let body = Level {
-                    nesting: level.nesting + 1,
+                    nesting: level.nesting + nests,
                     ..below
                 };
                 for inner in [&c.loop_cond, &c.loop_step, &c.result] {

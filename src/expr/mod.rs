@@ -7,9 +7,13 @@
 //! - [`template::Template`]: a JSON value whose strings may hold `{{ expr }}`.
 //! - `functions`: the Kubernetes helpers (`podOrdinal`, `quantityValue`, `multusNetworks`,
 //!   `parseImageReference`, ...), thin wrappers over [`crate::k8s`].
-//! - `lists`, `net`, `quantities`: Kubernetes' CEL list, set, regex, IP, CIDR and quantity
-//!   libraries.
+//! - `lists`, `net`, `quantities`, `urls`, `semver`, `formats`: Kubernetes' CEL list, set,
+//!   regex, IP, CIDR, quantity, URL, semver and format libraries; `comprehensions`,
+//!   `lists_ext`, `optionals`, `format`: cel-go's two-variable comprehensions, lists
+//!   extension, optional values and `format` as Kubernetes enables them.
 //! - `check` and `catalog`: the load-time check that every name an expression uses exists.
+//! - [`AdmissionExpression`] and [`AdmissionActivation`]: a MutatingAdmissionPolicy's
+//!   expressions, compiled, checked and evaluated as kube-apiserver does (`admission`).
 //!
 //! Converting the request's JSON into CEL values used to be the dominant cost of an
 //! evaluation, so a scope hands the tree bindings (a `foreach` element too) to CEL as
@@ -19,19 +23,31 @@
 //! the views by the scope itself ([`paths`]), since cel would convert each level it steps
 //! through.
 
+mod admission;
+mod admission_check;
+mod admission_literals;
+mod admission_result;
+mod admission_types;
 mod catalog;
 pub mod check;
+mod comprehensions;
 mod convert;
 pub mod cost;
 mod fold;
+mod format;
+mod formats;
 mod functions;
 pub mod limits;
 pub mod lint;
 mod lists;
+mod lists_ext;
 mod net;
+mod optionals;
 mod paths;
 mod quantities;
 pub mod request_fields;
+mod semver;
+mod structs;
 pub mod template;
 #[cfg(test)]
 mod tests;
@@ -50,6 +66,10 @@ use cel::{Context, Env, Program};
 
 use crate::tree::Tree;
 
+pub use admission::{
+    AdmissionActivation, AdmissionBindings, AdmissionDeclarations, AdmissionError,
+    AdmissionExpression, AdmissionKind,
+};
 pub use check::{CheckError, Declarations};
 pub use convert::MAX_DEPTH;
 pub use request_fields::RequestFields;
@@ -127,14 +147,44 @@ impl Needs {
 /// standard library, the strings extension, optional syntax (`.?`, `orValue`,
 /// on by default in cel) and graft's Kubernetes helpers. Built once; a failure
 /// is a bug in the registrations, reported by every compile.
-static ENV: LazyLock<Result<Arc<Env>, String>> = LazyLock::new(|| {
+static ENV: LazyLock<Result<Arc<Env>, String>> = LazyLock::new(|| build_environment(true));
+
+/// The environment of MutatingAdmissionPolicy expressions: the same, but a map literal
+/// that repeats a key keeps the last, as cel-go's does.
+static ADMISSION_ENV: LazyLock<Result<Arc<Env>, String>> =
+    LazyLock::new(|| build_environment(false));
+
+/// graft's environment; `duplicate_keys_fail`: whether a map literal that repeats a key
+/// fails, as it did before MutatingAdmissionPolicy came (the CEL spec's reading).
+fn build_environment(duplicate_keys_fail: bool) -> Result<Arc<Env>, String> {
     let mut env = Env::stdlib();
-    env.add_extension(cel::extensions::strings)
-        .and_then(|()| env.add_extension(functions::register))
+    env.set_error_on_duplicate_map_keys(duplicate_keys_fail);
+    // graft's overloads before the strings extension: its `format` is the one calls find.
+    env.add_extension(functions::register)
+        .and_then(|()| env.add_extension(cel::extensions::strings))
         .and_then(|()| env.add_extension(cost::register))
+        .and_then(|()| env.add_extension(comprehensions::register_macros))
+        .and_then(|()| env.add_extension(lists_ext::register_macros))
+        .and_then(|()| env.add_extension(optionals::register_macros))
+        // So that `type(x) == Object` holds of an `Object{}` value.
+        .and_then(|()| {
+            env.add_type(cel::common::types::Type::new_struct(
+                structs::OBJECT.to_owned(),
+            ))
+        })
+        .and_then(|()| {
+            env.add_type(cel::common::types::Type::new_struct(
+                structs::JSON_PATCH.to_owned(),
+            ))
+        })
         .map_err(|e| format!("cannot build the CEL environment: {e}"))?;
     Ok(Arc::new(env))
-});
+}
+
+/// The environment of MutatingAdmissionPolicy expressions, or why it could not be built.
+fn admission_environment() -> Result<&'static Arc<Env>, String> {
+    ADMISSION_ENV.as_ref().map_err(Clone::clone)
+}
 
 impl ExprError {
     /// What would fix the error, when that is known.
@@ -455,7 +505,7 @@ fn fold_params(
         }
         value
     };
-    fold::fold(root, &evaluate)
+    fold::fold(root, &["params"], &evaluate)
 }
 
 impl Vars<'_> {
@@ -520,3 +570,15 @@ pub(crate) fn evaluate_unbound(source: &str) -> Result<serde_json::Value, ExprEr
 #[cfg(test)]
 #[path = "view_tests.rs"]
 mod view_tests;
+
+#[cfg(test)]
+#[path = "extensions_tests.rs"]
+mod extensions_tests;
+
+#[cfg(test)]
+#[path = "admission_tests.rs"]
+mod admission_tests;
+
+#[cfg(test)]
+#[path = "admission_eval_tests.rs"]
+mod admission_eval_tests;

@@ -30,12 +30,12 @@ static CIDR_TYPE: Type = Type::new_unspecified_type("net.CIDR");
 
 /// An IP address, as `ip(s)` makes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Ip(IpAddr);
+pub(super) struct Ip(IpAddr);
 
 /// An address and a prefix length, as `cidr(s)` makes it; the host bits are kept
 /// until `masked()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Cidr {
+pub(super) struct Cidr {
     address: IpAddr,
     prefix: u8,
 }

@@ -287,7 +287,7 @@ impl Rewriter<'_> {
 }
 
 /// The largest id in `node`, so that the nodes a rewrite adds have ids of their own.
-fn max_id(node: &IdedExpr) -> u64 {
+pub(super) fn max_id(node: &IdedExpr) -> u64 {
     let children: Vec<&IdedExpr> = match &node.expr {
         Expr::Call(call) => call
             .target

@@ -6,7 +6,7 @@
 //! | `quantity(s)`, `isQuantity(s)` | a quantity; whether `s` is one |
 //! | `q.isGreaterThan(q)`, `q.isLessThan(q)`, `q.compareTo(q)` | `bool`, `bool`, `int` (-1, 0, 1) |
 //! | `q.add(q or int)`, `q.sub(q or int)` | a quantity |
-//! | `q.sign()` | `int`: -1, 0 or 1 |
+//! | `sign(q)` (and `q.sign()`) | `int`: -1, 0 or 1 |
 //! | `q.isInteger()`, `q.asInteger()` | whether it is a whole number that fits an `int`; that `int`, an error otherwise |
 //! | `q.asApproximateFloat()` | `double` |
 //!
@@ -30,7 +30,7 @@ const NANOS_PER_UNIT: i128 = 1_000_000_000;
 
 /// A quantity, in billionths of its base unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Quantity(i128);
+pub(super) struct Quantity(i128);
 
 impl Val for Quantity {
     fn get_type(&self) -> &Type {
@@ -63,6 +63,8 @@ pub fn overloads() -> Vec<Overload> {
             is_quantity,
         ),
         Overload::method("sign", "quantity_sign", q(), vec![], sign),
+        // Kubernetes declares `sign` as a function (`sign(q)`); graft's method stays.
+        Overload::function("sign", "quantity_sign_function", vec![q()], sign),
         Overload::method("isInteger", "quantity_is_integer", q(), vec![], is_integer),
         Overload::method("asInteger", "quantity_as_integer", q(), vec![], as_integer),
         Overload::method(
@@ -239,6 +241,7 @@ mod tests {
             "quantity('1').add(2) == quantity('3') && quantity('1').sub(2).sign() == -1",
             "quantity('1.5').sub(quantity('500m')).asInteger() == 1",
             "quantity('0').sign() == 0 && quantity('5Mi').sign() == 1",
+            "sign(quantity('-1')) == -1 && sign(quantity('0')) == 0",
             "quantity('1.5').isInteger() == false && quantity('2k').isInteger()",
             "quantity('1.5').asApproximateFloat() == 1.5",
             "quantity('2k').asInteger() == 2000",

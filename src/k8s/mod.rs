@@ -9,6 +9,8 @@
 //! - [`multus`]: the `k8s.v1.cni.cncf.io/networks` annotation, parse and merge.
 //! - [`merge_keys`]: the lists Kubernetes merges item by item, and their keys.
 //! - [`resources`]: the resource names of the built-in API groups.
+//! - [`names`]: the names Kubernetes validates (DNS labels and subdomains, qualified
+//!   names, label values), with its messages.
 //! - [`admission_request`]: the AdmissionRequest graft reads.
 //! - [`objects`]: Kubernetes objects from YAML or JSON text (documents, `kind: List`).
 //! - [`image`]: container image references, parsed and normalised.
@@ -31,6 +33,7 @@ pub mod json_patch_v4;
 pub mod labels;
 pub mod merge_keys;
 pub mod multus;
+pub mod names;
 pub mod objects;
 pub mod ordinal;
 pub mod pod_controllers;
