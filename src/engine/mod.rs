@@ -32,6 +32,7 @@ use crate::params::{NoParams, ParamSource};
 use crate::policy::{CompiledPolicy, PolicySet, Route};
 use crate::tree::{self, Tree};
 
+use admission_policy::dispatch::{AdmissionRun, Context, Denial, InvocationReport};
 use bindings::SharedBindings;
 use matching::{Blocker, RequestFacts};
 use run::{PolicyRun, run_policy};
@@ -243,6 +244,11 @@ impl Observer for () {
 }
 
 /// [`evaluate`], showing each look at a policy to `observer`.
+///
+/// The MutatingAdmissionPolicies run first, as the apiserver runs its in-tree admission
+/// policies before its webhooks; then graft's own policies; then, when one is due, the
+/// MutatingAdmissionPolicies' second pass (`admission_policy::dispatch`), as the
+/// apiserver reinvokes them after its webhooks.
 fn evaluate_observed<'t>(
     request: &AdmissionRequest<'t>,
     route: Option<Route<'_>>,
@@ -251,36 +257,166 @@ fn evaluate_observed<'t>(
     observer: &mut impl Observer,
 ) -> Evaluation<'t> {
     let mut object = request.object.clone();
-    let Some(route) = route.filter(Route::has_candidates) else {
+    let Some(route) = route else {
         return Evaluation::unchanged(object);
     };
     let facts = RequestFacts::of(request, route.operation, &cluster.namespace);
-    let listed = route.candidates(policies);
     let mut evaluation = Evaluation::unchanged(None);
     let Some(subject) = Subject::of(object.as_mut(), request) else {
         return evaluation;
     };
-    let request_fields = route.reads.request_fields;
-    let shared = SharedBindings::new(request_fields);
     let mut edited = EditedObject::new(subject);
-    let mut audited = BTreeMap::new();
+    let admission = route.admission.then(|| Admission::new(request, cluster));
+    let mut invocations = Vec::new();
+    let mut run = AdmissionRun::default();
+    let mut native = Native::default();
+    let mut stages = || -> Result<(), Denial> {
+        if let Some(admission) = &admission {
+            let context = admission.context(request, &facts, cluster, policies);
+            run.first_pass(&context, &mut edited, &mut invocations)?;
+            edited.keep_version();
+        }
+        if route.has_candidates() {
+            run_native(
+                route,
+                &facts,
+                request,
+                policies,
+                &mut edited,
+                observer,
+                &mut native,
+            )?;
+        }
+        if let Some(admission) = &admission {
+            let context = admission.context(request, &facts, cluster, policies);
+            run.second_pass(&context, &mut edited, &mut invocations)?;
+        }
+        Ok(())
+    };
+    let stages = stages();
+    report_invocations(&mut evaluation, invocations);
+    evaluation.warnings.extend(native.warnings);
+    evaluation.policies.extend(native.reports);
+    if let Err(denial) = stages {
+        evaluation.outcome = Outcome::Denied {
+            message: denial.message,
+            code: denial.code,
+        };
+        // Denied: nothing of what the policies did stays.
+        edited.rollback_all();
+        drop(edited);
+        evaluation.object = object;
+        return evaluation;
+    }
 
+    let applied: Vec<&str> = evaluation.applied().collect();
+    if !applied.is_empty() {
+        let joined = applied.join(",");
+        evaluation
+            .audit_annotations
+            .insert("mutated-by".to_string(), joined);
+    }
+    if !native.audited.is_empty() {
+        // A map of names to patches of trees, whose numbers are finite: it serialises.
+        let json = serde_json::to_string(&native.audited).unwrap_or_else(|error| {
+            format!("graft: the audit patches could not be serialised: {error}")
+        });
+        evaluation
+            .audit_annotations
+            .insert("audit-patches".to_string(), json);
+    }
+    evaluation.patch = edited.patch();
+    drop(edited);
+    evaluation.object = object;
+    evaluation
+}
+
+/// What a MutatingAdmissionPolicy pass reads that the review computes once: the
+/// `request` its expressions see and the `namespaceObject`.
+struct Admission<'t> {
+    request_binding: Tree<'t>,
+    namespace_object: Result<Option<Tree<'static>>, Denial>,
+}
+
+impl<'t> Admission<'t> {
+    fn new(request: &AdmissionRequest<'t>, cluster: &Cluster<'_>) -> Admission<'t> {
+        Admission {
+            request_binding: admission_policy::request::binding(request),
+            namespace_object: admission_policy::dispatch::namespace_object(request, cluster),
+        }
+    }
+
+    fn context<'a>(
+        &'a self,
+        request: &'a AdmissionRequest<'t>,
+        facts: &'a RequestFacts<'a>,
+        cluster: &'a Cluster<'a>,
+        policies: &'a PolicySet,
+    ) -> Context<'a, 't> {
+        Context {
+            request,
+            facts,
+            cluster,
+            policies,
+            request_binding: &self.request_binding,
+            namespace_object: &self.namespace_object,
+        }
+    }
+}
+
+/// The reports of the MutatingAdmissionPolicies' invocations, in the order they ran.
+fn report_invocations(evaluation: &mut Evaluation<'_>, invocations: Vec<InvocationReport>) {
+    evaluation
+        .policies
+        .extend(invocations.into_iter().map(|invocation| PolicyReport {
+            policy: invocation.policy,
+            dialect: Dialect::MutatingAdmissionPolicy,
+            binding: Some(invocation.binding),
+            param: invocation.param,
+            result: invocation.result,
+        }));
+}
+
+/// What graft's own policies did: their reports and warnings, and the patches of the
+/// audited ones.
+#[derive(Default)]
+struct Native {
+    reports: Vec<PolicyReport>,
+    warnings: Vec<String>,
+    audited: BTreeMap<String, tree::Patch<'static>>,
+}
+
+/// Runs graft's own candidate policies, looking at each again after a later change
+/// ([`schedule`]), into `native`. A failure under `Fail` denies the request: `Err`, the
+/// denial (the failed policy reported last).
+fn run_native<'c>(
+    route: Route<'c>,
+    facts: &RequestFacts<'_>,
+    request: &AdmissionRequest<'_>,
+    policies: &'c PolicySet,
+    edited: &mut EditedObject<'_, '_>,
+    observer: &mut impl Observer,
+    native: &mut Native,
+) -> Result<(), Denial> {
+    let shared = SharedBindings::new(route.reads.request_fields);
     let mut version = edited.version();
     let controller = pod_controllers::controller(facts.group, facts.resource, facts.subresource);
     let on_template = |policy: &CompiledPolicy| policy.pod_controllers && controller.is_some();
     let mut schedule = Schedule::new(
-        listed,
+        route.candidates(policies),
         matching::LabelCheck::new(edited.subject.view()),
         |policy| !on_template(policy),
         version,
     );
     for policy in schedule.blocked_up_front() {
-        observer.blocked_up_front(policy, &facts, edited.subject.view());
+        observer.blocked_up_front(policy, facts, edited.subject.view());
     }
+    // The version the request's own labels are at: what the label gate read.
+    let start = version;
     // One entry per policy that matched, in the order of their latest results: a retried
     // policy's later result replaces its earlier one.
     let mut entries: Vec<Entry> = Vec::new();
-    while let Some(look) = schedule.next(version, &edited) {
+    while let Some(look) = schedule.next(version, edited) {
         let Look {
             candidate: i,
             policy,
@@ -288,17 +424,12 @@ fn evaluate_observed<'t>(
         } = look;
         observer.before(policy, edited.subject.view());
         let outcome = match controller.filter(|_| policy.pod_controllers) {
-            Some(controller) => pod_template::run_on_template(
-                policy,
-                controller,
-                &facts,
-                request,
-                &shared,
-                &mut edited,
-            ),
-            None => run_policy(policy, &facts, request, &shared, &mut edited),
+            Some(controller) => {
+                pod_template::run_on_template(policy, controller, facts, request, &shared, edited)
+            }
+            None => run_policy(policy, facts, request, &shared, edited),
         };
-        observer.after(policy, &facts, &outcome, edited.subject.view());
+        observer.after(policy, facts, &outcome, edited.subject.view());
         let result = match outcome {
             PolicyRun::NotForRequest => {
                 schedule.not_for_request(i);
@@ -320,14 +451,14 @@ fn evaluate_observed<'t>(
             PolicyResult::Applied => {
                 edited.keep_version();
                 version = edited.version();
-                if Blocker::Labels.may_have_changed(edited.at(0), edited.subject.view()) {
+                if Blocker::Labels.may_have_changed(edited.at(start), edited.subject.view()) {
                     schedule.labels_changed(i);
                 }
                 None
             }
             PolicyResult::Unchanged => None,
             PolicyResult::Audited { patch } => {
-                audited.insert(policy.name.clone(), patch.clone());
+                native.audited.insert(policy.name.clone(), patch.clone());
                 Some(format!(
                     "graft: audit: policy {} would apply {} patch operation(s)",
                     policy.name,
@@ -338,17 +469,13 @@ fn evaluate_observed<'t>(
                 Some(format!("graft: policy {} skipped: {failure}", policy.name))
             }
             PolicyResult::Failed(failure) => {
-                evaluation.outcome = Outcome::Denied {
-                    message: format!("graft: policy {}: {failure}", policy.name),
+                let denial = Denial {
                     code: 403,
+                    message: format!("graft: policy {}: {failure}", policy.name),
                 };
                 record(&mut entries, i, result, None);
-                report(&mut evaluation, &schedule, entries);
-                // Denied: nothing of what the policies did stays.
-                edited.rollback_all();
-                drop(edited);
-                evaluation.object = object;
-                return evaluation;
+                report_native(native, &schedule, entries);
+                return Err(denial);
             }
         };
         // A policy that matched and changed nothing (a `when` that was false, a
@@ -360,26 +487,26 @@ fn evaluate_observed<'t>(
         );
         record(&mut entries, i, result, warning);
     }
-    report(&mut evaluation, &schedule, entries);
+    report_native(native, &schedule, entries);
+    Ok(())
+}
 
-    let applied: Vec<&str> = evaluation.applied().collect();
-    if !applied.is_empty() {
-        let joined = applied.join(",");
-        evaluation
-            .audit_annotations
-            .insert("mutated-by".to_string(), joined);
+/// The reports and warnings of graft's policies, in the order of their latest results.
+fn report_native(native: &mut Native, schedule: &Schedule<'_>, entries: Vec<Entry>) {
+    for entry in entries {
+        if let Some(warning) = entry.warning {
+            native.warnings.push(truncate(warning));
+        }
+        if let Some(policy) = schedule.policy(entry.candidate) {
+            native.reports.push(PolicyReport {
+                policy: policy.name.clone(),
+                dialect: Dialect::MutationPolicy,
+                binding: None,
+                param: None,
+                result: entry.result,
+            });
+        }
     }
-    if !audited.is_empty()
-        && let Ok(json) = serde_json::to_string(&audited)
-    {
-        evaluation
-            .audit_annotations
-            .insert("audit-patches".to_string(), json);
-    }
-    evaluation.patch = edited.patch();
-    drop(edited);
-    evaluation.object = object;
-    evaluation
 }
 
 /// What one matched policy did, and the warning it adds to the response.
@@ -404,24 +531,6 @@ fn record(
     // so `mutated-by`, are in the order the policies changed the object.
     entries.retain(|earlier| earlier.candidate != candidate);
     entries.push(entry);
-}
-
-fn report(evaluation: &mut Evaluation<'_>, schedule: &Schedule<'_>, entries: Vec<Entry>) {
-    for entry in entries {
-        if let Some(warning) = entry.warning {
-            evaluation.warnings.push(truncate(warning));
-        }
-        let Some(policy) = schedule.policy(entry.candidate) else {
-            continue;
-        };
-        evaluation.policies.push(PolicyReport {
-            policy: policy.name.clone(),
-            dialect: Dialect::MutationPolicy,
-            binding: None,
-            param: None,
-            result: entry.result,
-        });
-    }
 }
 
 /// Cuts a warning to [`MAX_WARNING_CHARS`] characters, marking the cut.

@@ -68,6 +68,14 @@ impl<'a, 't> EditedObject<'a, 't> {
         self.versions.push(now);
     }
 
+    /// Makes `object` the object as it is now (a MutatingAdmissionPolicy's mutation builds
+    /// the next object whole). Nothing happens to a read-only subject.
+    pub fn replace(&mut self, object: Tree<'t>) {
+        if let Subject::Changeable(current) = &mut self.subject {
+            **current = object;
+        }
+    }
+
     /// Undoes every write the policies made, for a denied request.
     pub fn rollback_all(&mut self) {
         let original = self.at(0).clone();

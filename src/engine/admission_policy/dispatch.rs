@@ -29,8 +29,9 @@ use super::params::{self, Params};
 use crate::engine::matching::RequestFacts;
 use crate::engine::versions::EditedObject;
 use crate::engine::{Cluster, Failure, PolicyResult};
-use crate::expr::admission::{AdmissionActivation, AdmissionBindings, AdmissionError};
+use crate::expr::{AdmissionActivation, AdmissionBindings, AdmissionError};
 use crate::k8s::admission_request::AdmissionRequest;
+use crate::namespaces::NamespaceData;
 use crate::params::Param;
 use crate::policy::PolicySet;
 use crate::policy::admission_policy::compiled::{
@@ -82,8 +83,46 @@ pub struct Context<'a, 't> {
     pub policies: &'a PolicySet,
     /// The `request` binding (`super::request::binding`).
     pub request_binding: &'a Tree<'t>,
-    /// `namespaceObject`: `None` for a cluster-scoped request and for a Namespace.
-    pub namespace_object: Option<&'a Tree<'static>>,
+    /// `namespaceObject`: `None` for a cluster-scoped request and for a Namespace; the
+    /// denial the apiserver answers with when the request's namespace does not exist,
+    /// which only a pass with an invocation reaches.
+    pub namespace_object: &'a Result<Option<Tree<'static>>, Denial>,
+}
+
+/// The `namespaceObject` of a request: the namespace's object, `None` for a cluster-scoped
+/// request and for a Namespace itself, or the apiserver's 404 when the namespace is
+/// not known.
+pub fn namespace_object(
+    request: &AdmissionRequest<'_>,
+    cluster: &Cluster<'_>,
+) -> Result<Option<Tree<'static>>, Denial> {
+    let kind = &request.kind;
+    let namespace = request.namespace.as_deref().unwrap_or("");
+    if namespace.is_empty() || (kind.group.is_empty() && kind.kind == "Namespace") {
+        return Ok(None);
+    }
+    match &cluster.namespace {
+        NamespaceData::Known(known) => Ok(Some(known.to_object())),
+        NamespaceData::NotFound { .. } => Err(Denial {
+            code: 404,
+            message: format!(
+                "namespaces {} not found",
+                crate::k8s::go_text::quote(namespace)
+            ),
+        }),
+        // graft was given no namespace data: not the apiserver's answer, graft's.
+        other => Err(Denial {
+            code: 404,
+            message: format!(
+                "graft: the MutatingAdmissionPolicies that match this request read its \
+                 namespace, and {}",
+                other
+                    .known(namespace)
+                    .err()
+                    .unwrap_or_else(|| "it is unknown".to_string())
+            ),
+        }),
+    }
 }
 
 /// One (policy, binding, parameter) a pass runs.
@@ -198,6 +237,11 @@ impl AdmissionRun {
     ) -> Result<(), Denial> {
         let mut errors = Vec::new();
         let invocations = invocations(context, edited.subject.view(), &mut errors);
+        let namespace_object = match (invocations.is_empty(), context.namespace_object) {
+            (true, _) => None,
+            (false, Ok(namespace)) => namespace.as_ref(),
+            (false, Err(denial)) => return Err(denial.clone()),
+        };
         let mut dirty = false;
         for invocation in &invocations {
             let key = invocation.key();
@@ -217,8 +261,8 @@ impl AdmissionRun {
             }
             let before = edited.subject.view().clone();
             let failures_before = errors.len();
-            for (index, mutation) in invocation.policy.mutations.iter().enumerate() {
-                match mutate_once(context, edited, invocation, index, mutation) {
+            for mutation in &invocation.policy.mutations {
+                match mutate_once(context, namespace_object, edited, invocation, mutation) {
                     Ok(()) => dirty = true,
                     Err(MutationError::Status { code, message }) => {
                         return Err(Denial { code, message });
@@ -400,12 +444,11 @@ fn conditions_hold(
 /// Runs mutation `index` of the invocation on the object as it is, and keeps the result.
 fn mutate_once(
     context: &Context<'_, '_>,
+    namespace_object: Option<&Tree<'static>>,
     edited: &mut EditedObject<'_, '_>,
     invocation: &Invocation<'_>,
-    index: usize,
     mutation: &crate::policy::admission_policy::compiled::Mutation,
 ) -> Result<(), MutationError> {
-    let _ = index;
     let kind = &context.request.kind;
     let object = edited.subject.view().clone();
     let activation = AdmissionActivation::new(AdmissionBindings {
@@ -413,7 +456,7 @@ fn mutate_once(
         old_object: context.request.old_object.as_ref(),
         request: context.request_binding,
         params: invocation.param.as_deref(),
-        namespace_object: context.namespace_object,
+        namespace_object,
         variables: &invocation.policy.variables,
     });
     let policy_error = |error: AdmissionError| MutationError::Policy(error.to_string());

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::validate::PatchType;
+use crate::expr::AdmissionExpression;
 use crate::policy::compiled::{Operation, Requirement};
 
 /// How a failure of the policy decides the request.
@@ -141,18 +142,11 @@ pub struct CompiledBinding {
     pub match_resources: Option<MatchResources>,
 }
 
-/// A named expression: a variable or a match condition.
-#[derive(Debug)]
-pub struct NamedSource {
-    pub name: String,
-    pub source: String,
-}
-
 /// One mutation.
 #[derive(Debug)]
 pub struct Mutation {
     pub patch_type: PatchType,
-    pub source: String,
+    pub expression: AdmissionExpression,
 }
 
 /// A compiled MutatingAdmissionPolicy, with the bindings that make it act (a policy
@@ -164,8 +158,10 @@ pub struct CompiledAdmissionPolicy {
     pub first_line: usize,
     pub param_kind: Option<Gvk>,
     pub match_constraints: MatchResources,
-    pub match_conditions: Vec<NamedSource>,
-    pub variables: Vec<NamedSource>,
+    /// By name, in order.
+    pub match_conditions: Vec<(String, AdmissionExpression)>,
+    /// By name, in order: an expression sees those before it.
+    pub variables: Vec<(String, AdmissionExpression)>,
     pub mutations: Vec<Mutation>,
     pub failure_policy: FailurePolicy,
     pub reinvocation: Reinvocation,

@@ -101,6 +101,11 @@ impl FieldErrors {
         );
     }
 
+    /// `Internal error: detail`.
+    pub fn internal(&mut self, field: impl Into<String>, detail: &str) {
+        self.push(field, format!("Internal error: {detail}"));
+    }
+
     /// `Forbidden: detail`.
     pub fn forbidden(&mut self, field: impl Into<String>, detail: &str) {
         self.push(field, format!("Forbidden: {detail}"));

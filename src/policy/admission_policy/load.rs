@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use super::compile;
 use super::compiled::{
-    CompiledAdmissionPolicy, CompiledBinding, FailurePolicy, Mutation, NamedSource, Reinvocation,
+    CompiledAdmissionPolicy, CompiledBinding, FailurePolicy, Mutation, Reinvocation,
 };
-use super::field_errors::FieldErrors;
+use super::field_errors::{Bad, FieldErrors};
 use super::model::{self, AdmissionPolicyDocument, BindingDocument};
 use super::validate::{self, Expressions, PatchType};
+use crate::expr::{AdmissionDeclarations, AdmissionError, AdmissionExpression, AdmissionKind};
 use crate::policy::findings::Finding;
 use crate::policy::load::{Located, locate_field};
 
@@ -30,7 +31,7 @@ pub fn compile_all(
         let mut document = located.document.clone();
         model::default_policy(&mut document);
         let name = document.metadata.name.clone();
-        let mut expressions = Sources::default();
+        let mut expressions = Compiler::new(document.spec.param_kind.is_some());
         let errors = validate::policy(&document, &mut expressions);
         if !report(located, &name, "policy", errors, findings) {
             continue;
@@ -158,31 +159,97 @@ fn duplicate<T>(located: &Located<T>, first: &Located<T>, name: &str, kind: &str
     .with_hint(format!("{kind} names must be unique across all files"))
 }
 
-/// The expressions of a policy as validation reaches them.
-#[derive(Default)]
-struct Sources {
-    match_conditions: Vec<String>,
-    variables: Vec<String>,
+/// The expressions of a policy, compiled as validation reaches them (the apiserver
+/// compiles them there too, so their errors come in its order).
+struct Compiler {
+    params: bool,
+    /// The variables' names so far: what a later variable may read.
+    variable_names: Vec<String>,
+    match_conditions: Vec<AdmissionExpression>,
+    variables: Vec<AdmissionExpression>,
     mutations: Vec<Mutation>,
+    /// Whether an expression failed to compile (validation reports it).
+    failed: bool,
 }
 
-impl Expressions for Sources {
-    fn match_condition(&mut self, _field: &str, expression: &str) -> FieldErrors {
-        self.match_conditions.push(expression.to_string());
-        FieldErrors::default()
+impl Compiler {
+    fn new(params: bool) -> Compiler {
+        Compiler {
+            params,
+            variable_names: Vec::new(),
+            match_conditions: Vec::new(),
+            variables: Vec::new(),
+            mutations: Vec::new(),
+            failed: false,
+        }
     }
 
-    fn variable(&mut self, _field: &str, _name: &str, expression: &str) -> FieldErrors {
-        self.variables.push(expression.to_string());
-        FieldErrors::default()
+    fn compile(
+        &mut self,
+        field: &str,
+        source: &str,
+        kind: AdmissionKind,
+        variables: usize,
+    ) -> Result<AdmissionExpression, FieldErrors> {
+        let declarations = AdmissionDeclarations {
+            params: self.params,
+            variables: &self.variable_names[..variables.min(self.variable_names.len())],
+            kind,
+        };
+        AdmissionExpression::compile(source, &declarations).map_err(|error| {
+            self.failed = true;
+            let mut errors = FieldErrors::default();
+            match error {
+                // cel-go's errors when it builds the program are the apiserver's
+                // internal errors.
+                AdmissionError::Instantiation(_) => errors.internal(field, &error.to_string()),
+                error => errors.invalid(field, Bad::Str(source), &error.to_string()),
+            }
+            errors
+        })
+    }
+}
+
+impl Expressions for Compiler {
+    fn match_condition(&mut self, field: &str, expression: &str) -> FieldErrors {
+        match self.compile(field, expression, AdmissionKind::MatchCondition, usize::MAX) {
+            Ok(compiled) => {
+                self.match_conditions.push(compiled);
+                FieldErrors::default()
+            }
+            Err(errors) => errors,
+        }
     }
 
-    fn mutation(&mut self, _field: &str, patch_type: PatchType, expression: &str) -> FieldErrors {
-        self.mutations.push(Mutation {
-            patch_type,
-            source: expression.to_string(),
-        });
-        FieldErrors::default()
+    fn variable(&mut self, field: &str, name: &str, expression: &str) -> FieldErrors {
+        let earlier = self.variable_names.len();
+        let result = self.compile(field, expression, AdmissionKind::Variable, earlier);
+        // Visible to the expressions after it even when it failed, which is reported.
+        self.variable_names.push(name.to_string());
+        match result {
+            Ok(compiled) => {
+                self.variables.push(compiled);
+                FieldErrors::default()
+            }
+            Err(errors) => errors,
+        }
+    }
+
+    fn mutation(&mut self, field: &str, patch_type: PatchType, expression: &str) -> FieldErrors {
+        let kind = match patch_type {
+            PatchType::ApplyConfiguration => AdmissionKind::ApplyConfiguration,
+            PatchType::JsonPatch => AdmissionKind::JsonPatch,
+        };
+        match self.compile(field, expression, kind, usize::MAX) {
+            Ok(expression) => {
+                self.mutations.push(Mutation {
+                    patch_type,
+                    expression,
+                });
+                FieldErrors::default()
+            }
+            Err(errors) => errors,
+        }
     }
 }
 
@@ -190,17 +257,14 @@ impl Expressions for Sources {
 fn policy(
     document: &AdmissionPolicyDocument,
     located: &Located<AdmissionPolicyDocument>,
-    expressions: Sources,
+    expressions: Compiler,
 ) -> CompiledAdmissionPolicy {
     let spec = &document.spec;
-    let named = |items: &[model::NamedExpression], sources: Vec<String>| {
+    let named = |items: &[model::NamedExpression], compiled: Vec<AdmissionExpression>| {
         items
             .iter()
-            .zip(sources)
-            .map(|(item, source)| NamedSource {
-                name: item.name.clone(),
-                source,
-            })
+            .map(|item| item.name.clone())
+            .zip(compiled)
             .collect()
     };
     CompiledAdmissionPolicy {
