@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::input::ObjectInput;
 use crate::admission::{self, AdmissionRequest};
-use crate::engine::explain::{Explanation, Verdict, explain};
+use crate::engine::explain::{Explanation, PolicyExplanation, Verdict, explain};
 use crate::engine::{Outcome, PolicyResult};
 use crate::tree::{Operation, Tree};
 
@@ -72,7 +72,11 @@ fn text(request: &AdmissionRequest, explanation: &Explanation) -> String {
         resource(request)
     );
     for policy in &explanation.policies {
-        out.push_str(&format!("  {}: {}", policy.policy, policy.verdict.label()));
+        out.push_str(&format!(
+            "  {}: {}",
+            heading(policy),
+            policy.verdict.label()
+        ));
         match &policy.verdict {
             Verdict::NotMatched { condition } => out.push_str(&format!(": {condition}\n")),
             Verdict::Matched(PolicyResult::Ignored(failure) | PolicyResult::Failed(failure)) => {
@@ -93,6 +97,19 @@ fn text(request: &AdmissionRequest, explanation: &Explanation) -> String {
     out
 }
 
+/// The policy's name; a MutatingAdmissionPolicy's with the binding (and parameter
+/// object) it ran through, since one policy runs once per binding and parameter:
+/// `add-team (binding add-team-a, param team-a/defaults)`.
+fn heading(policy: &PolicyExplanation) -> String {
+    match (&policy.binding, &policy.param) {
+        (Some(binding), Some(param)) => {
+            format!("{} (binding {binding}, param {param})", policy.policy)
+        }
+        (Some(binding), None) => format!("{} (binding {binding})", policy.policy),
+        (None, _) => policy.policy.clone(),
+    }
+}
+
 fn json(request: &AdmissionRequest, explanation: &Explanation) -> Value {
     let evaluation = &explanation.evaluation;
     let (decision, message) = match &evaluation.outcome {
@@ -105,9 +122,16 @@ fn json(request: &AdmissionRequest, explanation: &Explanation) -> Value {
         .map(|policy| {
             let mut entry = json!({
                 "policy": policy.policy,
+                "kind": policy.dialect.as_str(),
                 "file": policy.file,
                 "result": policy.verdict.label(),
             });
+            if let Some(binding) = &policy.binding {
+                entry["binding"] = json!(binding);
+            }
+            if let Some(param) = &policy.param {
+                entry["param"] = json!(param);
+            }
             match &policy.verdict {
                 Verdict::NotMatched { condition } => entry["condition"] = json!(condition),
                 Verdict::Matched(

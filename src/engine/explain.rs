@@ -11,13 +11,16 @@ use std::collections::HashMap;
 
 use crate::tree::{self, Tree};
 
+use super::admission_policy::dispatch::{AdmissionObserver, InvocationReport, Skip};
+use super::admission_policy::matching::Mismatch;
 use super::matching::{
     Blocker, RequestBlocker, RequestFacts, object_blocker, request_blocker, request_matches,
 };
 use super::run::PolicyRun;
-use super::{Cluster, Evaluation, Observer, PolicyResult, evaluate_observed};
+use super::{Cluster, Dialect, Evaluation, Observer, PolicyResult, evaluate_observed};
 use crate::k8s::admission_request::AdmissionRequest;
 use crate::namespaces::NamespaceData;
+use crate::policy::admission_policy::compiled::{CompiledAdmissionPolicy, MatchResources};
 use crate::policy::compiled::{Conditions, FieldCheck, FieldTest, Operation, Requirement};
 use crate::policy::{CompiledPolicy, PolicySet, Route};
 
@@ -33,6 +36,10 @@ pub struct PolicyExplanation {
     pub policy: String,
     /// The file the policy was loaded from.
     pub file: String,
+    pub dialect: Dialect,
+    /// A MutatingAdmissionPolicy is explained per binding, and per parameter object.
+    pub binding: Option<String>,
+    pub param: Option<String>,
     pub verdict: Verdict,
 }
 
@@ -89,14 +96,142 @@ pub fn explain<'t>(
             PolicyExplanation {
                 policy: policy.name.clone(),
                 file: policy.file.display().to_string(),
+                dialect: Dialect::MutationPolicy,
+                binding: None,
+                param: None,
                 verdict,
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut admission = admission_explanations(request, &evaluation, policies, &mut explainer);
+    admission.extend(explained);
     Explanation {
         evaluation,
-        policies: explained,
+        policies: admission,
     }
+}
+
+/// The MutatingAdmissionPolicies, explained per binding and parameter object, before
+/// graft's own policies (they run first): what each invocation did, or what kept a
+/// policy, a binding or an invocation out.
+fn admission_explanations(
+    request: &AdmissionRequest<'_>,
+    evaluation: &Evaluation<'_>,
+    policies: &PolicySet,
+    explainer: &mut Explainer,
+) -> Vec<PolicyExplanation> {
+    let mut explained = Vec::new();
+    for policy in policies.admission_policies() {
+        let explanation = |binding: Option<&str>, param: Option<&str>, verdict| PolicyExplanation {
+            policy: policy.name.clone(),
+            file: policy.file.display().to_string(),
+            dialect: Dialect::MutatingAdmissionPolicy,
+            binding: binding.map(str::to_string),
+            param: param.map(str::to_string),
+            verdict,
+        };
+        let not_matched = |condition: String| Verdict::NotMatched { condition };
+        if policy.bindings.is_empty() {
+            let why = "no MutatingAdmissionPolicyBinding names it: it does nothing".to_string();
+            explained.push(explanation(None, None, not_matched(why)));
+            continue;
+        }
+        if let Some(why) = explainer
+            .admission
+            .remove(&(policy.name.clone(), None, None))
+        {
+            explained.push(explanation(None, None, not_matched(why)));
+            continue;
+        }
+        let mut any = false;
+        for binding in &policy.bindings {
+            let key = (policy.name.clone(), Some(binding.name.clone()), None);
+            if let Some(why) = explainer.admission.remove(&key) {
+                explained.push(explanation(Some(&binding.name), None, not_matched(why)));
+                any = true;
+                continue;
+            }
+            // Each invocation of the binding, as the evaluation reports it (its latest
+            // result, when a second pass ran it again), or as the observer saw it skipped.
+            let mut invocations: Vec<(Option<String>, Verdict)> = Vec::new();
+            for report in evaluation.policies.iter().filter(|report| {
+                report.dialect == Dialect::MutatingAdmissionPolicy
+                    && report.policy == policy.name
+                    && report.binding.as_deref() == Some(binding.name.as_str())
+            }) {
+                let patch = explainer.invocation_patches.remove(&(
+                    policy.name.clone(),
+                    binding.name.clone(),
+                    report.param.clone(),
+                ));
+                let verdict = match (&report.result, patch) {
+                    (PolicyResult::Applied, Some(patch)) => Verdict::Applied { patch },
+                    (result, _) => Verdict::Matched(result.clone()),
+                };
+                invocations.retain(|(param, _)| *param != report.param);
+                invocations.push((report.param.clone(), verdict));
+            }
+            let skipped: Vec<_> = explainer
+                .admission
+                .keys()
+                .filter(|(name, bound, _)| {
+                    *name == policy.name && bound.as_deref() == Some(binding.name.as_str())
+                })
+                .cloned()
+                .collect();
+            for key in skipped {
+                if let Some(why) = explainer.admission.remove(&key)
+                    && !invocations.iter().any(|(param, _)| *param == key.2)
+                {
+                    invocations.push((key.2.clone(), not_matched(why)));
+                }
+            }
+            for (param, verdict) in invocations {
+                explained.push(explanation(Some(&binding.name), param.as_deref(), verdict));
+                any = true;
+            }
+        }
+        if !any {
+            let why = never_invoked(request, evaluation);
+            explained.push(explanation(None, None, not_matched(why)));
+        }
+    }
+    explained
+}
+
+/// Why no binding of a bound MutatingAdmissionPolicy was looked at.
+fn never_invoked(request: &AdmissionRequest<'_>, evaluation: &Evaluation<'_>) -> String {
+    if request.operation == "DELETE" {
+        return "a MutatingAdmissionPolicy never runs at DELETE".to_string();
+    }
+    if matches!(evaluation.outcome, super::Outcome::Denied { .. }) {
+        return "not evaluated: the request was denied before it".to_string();
+    }
+    format!(
+        "matchConstraints.resourceRules: no rule names {} {}",
+        requested_resource_of(request),
+        request.operation
+    )
+}
+
+/// `group/version/resource[/subresource]` of a request, the core group written `core`.
+fn requested_resource_of(request: &AdmissionRequest<'_>) -> String {
+    let resource = &request.resource;
+    let group = if resource.group.is_empty() {
+        "core"
+    } else {
+        &resource.group
+    };
+    let mut text = format!("{group}/{}/{}", resource.version, resource.resource);
+    if let Some(sub) = request
+        .sub_resource
+        .as_deref()
+        .filter(|sub| !sub.is_empty())
+    {
+        text.push('/');
+        text.push_str(sub);
+    }
+    text
 }
 
 /// What the observer saw at a policy's last look.
@@ -112,6 +247,102 @@ struct Explainer {
     /// The object before the policy now running, to diff against after it.
     before: Option<Tree<'static>>,
     looks: HashMap<String, Look>,
+    /// Why a MutatingAdmissionPolicy (binding `None`), a binding (parameter `None`) or an
+    /// invocation did not run, by (policy, binding, parameter).
+    admission: HashMap<AdmissionKey, String>,
+    /// What each invocation changed, by (policy, binding, parameter).
+    invocation_patches: HashMap<(String, String, Option<String>), tree::Patch<'static>>,
+}
+
+/// (policy, binding, parameter object).
+type AdmissionKey = (String, Option<String>, Option<String>);
+
+impl AdmissionObserver for Explainer {
+    fn skipped(
+        &mut self,
+        policy: &CompiledAdmissionPolicy,
+        binding: Option<&str>,
+        param: Option<&str>,
+        why: Skip,
+    ) {
+        let field = match binding {
+            None => "matchConstraints".to_string(),
+            Some(binding) => format!("binding {binding} matchResources"),
+        };
+        let resources = match binding {
+            None => Some(&policy.match_constraints),
+            Some(binding) => policy
+                .bindings
+                .iter()
+                .find(|bound| bound.name == binding)
+                .and_then(|bound| bound.match_resources.as_ref()),
+        };
+        let text = match why {
+            Skip::NotMatched(mismatch) => mismatch_text(&field, resources, mismatch),
+            Skip::NoParams => {
+                "no parameter objects found, and parameterNotFoundAction is Allow".to_string()
+            }
+            Skip::ConditionFalse(name) => format!("matchConditions {name}: false"),
+            Skip::ConditionsFailed(errors) => {
+                format!("matchConditions failed, and failurePolicy is Ignore: {errors}")
+            }
+            Skip::NotDue => "the second pass runs only what the object changed after".to_string(),
+        };
+        let key = (
+            policy.name.clone(),
+            binding.map(str::to_string),
+            param.map(str::to_string),
+        );
+        self.admission.insert(key, text);
+    }
+
+    fn before_invocation(&mut self, object: &Tree<'_>) {
+        self.before = Some(object.clone().into_static());
+    }
+
+    fn after_invocation(&mut self, report: &InvocationReport, object: &Tree<'_>) {
+        let patch = self
+            .before
+            .as_ref()
+            .map(|before| tree::diff(before, object).into_static())
+            .unwrap_or_default();
+        let key = (
+            report.policy.clone(),
+            report.binding.clone(),
+            report.param.clone(),
+        );
+        self.invocation_patches.insert(key, patch);
+    }
+}
+
+/// What of a `matchConstraints` or `matchResources` kept the request out, worded.
+fn mismatch_text(field: &str, resources: Option<&MatchResources>, mismatch: Mismatch) -> String {
+    match mismatch {
+        Mismatch::NamespaceSelector => format!(
+            "{field}.namespaceSelector: the namespace's labels do not meet {}",
+            resources.map_or_else(String::new, |r| requirements_text(&r.namespace_selector))
+        ),
+        Mismatch::ObjectSelector => format!(
+            "{field}.objectSelector: neither the object's nor the old object's labels meet {}",
+            resources.map_or_else(String::new, |r| requirements_text(&r.object_selector))
+        ),
+        Mismatch::Excluded(index) => format!("{field}.excludeResourceRules[{index}] matches"),
+        Mismatch::NoRule => format!("{field}.resourceRules: no rule matches"),
+    }
+}
+
+/// Requirements as a selector reads: `app in (web), tier`.
+fn requirements_text(requirements: &[Requirement]) -> String {
+    requirements
+        .iter()
+        .map(|requirement| match requirement {
+            Requirement::In(key, values) => format!("{key} in ({})", values.join(", ")),
+            Requirement::NotIn(key, values) => format!("{key} notin ({})", values.join(", ")),
+            Requirement::Exists(key) => key.clone(),
+            Requirement::DoesNotExist(key) => format!("!{key}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Observer for Explainer {

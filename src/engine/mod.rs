@@ -32,7 +32,9 @@ use crate::params::{NoParams, ParamSource};
 use crate::policy::{CompiledPolicy, PolicySet, Route};
 use crate::tree::{self, Tree};
 
-use admission_policy::dispatch::{AdmissionRun, Context, Denial, InvocationReport};
+use admission_policy::dispatch::{
+    AdmissionObserver, AdmissionRun, Context, Denial, InvocationReport,
+};
 use bindings::SharedBindings;
 use matching::{Blocker, RequestFacts};
 use run::{PolicyRun, run_policy};
@@ -254,7 +256,7 @@ fn evaluate_observed<'t>(
     route: Option<Route<'_>>,
     cluster: &Cluster<'_>,
     policies: &PolicySet,
-    observer: &mut impl Observer,
+    observer: &mut (impl Observer + AdmissionObserver),
 ) -> Evaluation<'t> {
     let mut object = request.object.clone();
     let Some(route) = route else {
@@ -273,7 +275,7 @@ fn evaluate_observed<'t>(
     let mut stages = || -> Result<(), Denial> {
         if let Some(admission) = &admission {
             let context = admission.context(request, &facts, cluster, policies);
-            run.first_pass(&context, &mut edited, &mut invocations)?;
+            run.first_pass(&context, &mut edited, &mut invocations, observer)?;
             edited.keep_version();
         }
         if route.has_candidates() {
@@ -289,7 +291,7 @@ fn evaluate_observed<'t>(
         }
         if let Some(admission) = &admission {
             let context = admission.context(request, &facts, cluster, policies);
-            run.second_pass(&context, &mut edited, &mut invocations)?;
+            run.second_pass(&context, &mut edited, &mut invocations, observer)?;
         }
         Ok(())
     };

@@ -40,6 +40,44 @@ use crate::policy::admission_policy::compiled::{
 use crate::policy::admission_policy::validate::PatchType;
 use crate::tree::Tree;
 
+/// Why an invocation, a binding or a policy did not run, for `graft explain`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Skip {
+    /// The policy's `matchConstraints` (`binding` `None`) or the binding's
+    /// `matchResources` kept the request out.
+    NotMatched(matching::Mismatch),
+    /// The binding found no parameter objects, and `parameterNotFoundAction` is Allow.
+    NoParams,
+    /// This match condition was false.
+    ConditionFalse(String),
+    /// Match conditions failed to evaluate, and the policy's failurePolicy is Ignore.
+    ConditionsFailed(String),
+    /// The second pass runs only the invocations whose object changed after they ran.
+    NotDue,
+}
+
+/// Sees what the passes do, for `graft explain`; the server's `()` sees nothing and
+/// costs nothing.
+pub trait AdmissionObserver {
+    /// `policy` (through `binding`, with the parameter object `param`) did not run.
+    fn skipped(
+        &mut self,
+        _policy: &CompiledAdmissionPolicy,
+        _binding: Option<&str>,
+        _param: Option<&str>,
+        _why: Skip,
+    ) {
+    }
+
+    /// An invocation is about to run its mutations on `object`.
+    fn before_invocation(&mut self, _object: &Tree<'_>) {}
+
+    /// The invocation ran; `object` is the object as it left it.
+    fn after_invocation(&mut self, _report: &InvocationReport, _object: &Tree<'_>) {}
+}
+
+impl AdmissionObserver for () {}
+
 /// A denial: the status the apiserver would answer with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
@@ -192,8 +230,9 @@ impl AdmissionRun {
         context: &Context<'_, '_>,
         edited: &mut EditedObject<'_, '_>,
         reports: &mut Vec<InvocationReport>,
+        observer: &mut impl AdmissionObserver,
     ) -> Result<(), Denial> {
-        let result = self.pass(context, edited, reports, false);
+        let result = self.pass(context, edited, reports, false, observer);
         self.left = Some(edited.subject.view().clone().into_static());
         result
     }
@@ -205,6 +244,7 @@ impl AdmissionRun {
         context: &Context<'_, '_>,
         edited: &mut EditedObject<'_, '_>,
         reports: &mut Vec<InvocationReport>,
+        observer: &mut impl AdmissionObserver,
     ) -> Result<(), Denial> {
         // Changed since the first pass left it (by graft's policies): as for a webhook's
         // change, what ran is due again.
@@ -219,7 +259,7 @@ impl AdmissionRun {
         if !self.again || self.reinvoke.is_empty() {
             return Ok(());
         }
-        self.pass(context, edited, reports, true)
+        self.pass(context, edited, reports, true, observer)
     }
 
     /// The invocations that ran are due again.
@@ -234,9 +274,10 @@ impl AdmissionRun {
         edited: &mut EditedObject<'_, '_>,
         reports: &mut Vec<InvocationReport>,
         reinvocation: bool,
+        observer: &mut impl AdmissionObserver,
     ) -> Result<(), Denial> {
         let mut errors = Vec::new();
-        let invocations = invocations(context, edited.subject.view(), &mut errors);
+        let invocations = invocations(context, edited.subject.view(), &mut errors, observer);
         let namespace_object = match (invocations.is_empty(), context.namespace_object) {
             (true, _) => None,
             (false, Ok(namespace)) => namespace.as_ref(),
@@ -245,20 +286,39 @@ impl AdmissionRun {
         let mut dirty = false;
         for invocation in &invocations {
             let key = invocation.key();
-            let matched = match conditions_hold(context, edited.subject.view(), invocation) {
-                Ok(matched) => matched,
+            let param = invocation.param.as_deref().map(param_name);
+            let mut skip = |why| {
+                observer.skipped(
+                    invocation.policy,
+                    Some(&invocation.binding.name),
+                    param.as_deref(),
+                    why,
+                )
+            };
+            match conditions_hold(context, edited.subject.view(), invocation) {
+                Ok(Conditions::Hold) => {}
+                Ok(Conditions::False(name)) => {
+                    skip(Skip::ConditionFalse(name));
+                    continue;
+                }
+                Ok(Conditions::Ignored(errors)) => {
+                    skip(Skip::ConditionsFailed(errors));
+                    continue;
+                }
                 Err(message) => {
                     errors.push(PolicyError {
                         policy: invocation.policy,
                         binding: Some(&invocation.binding.name),
                         message,
                     });
-                    false
+                    continue;
                 }
-            };
-            if !matched || (reinvocation && !self.reinvoke.contains(&key)) {
+            }
+            if reinvocation && !self.reinvoke.contains(&key) {
+                skip(Skip::NotDue);
                 continue;
             }
+            observer.before_invocation(edited.subject.view());
             let before = edited.subject.view().clone();
             let failures_before = errors.len();
             for mutation in &invocation.policy.mutations {
@@ -275,12 +335,14 @@ impl AdmissionRun {
                 }
             }
             let changed = before != *edited.subject.view();
-            reports.push(InvocationReport {
+            let report = InvocationReport {
                 policy: invocation.policy.name.clone(),
                 binding: invocation.binding.name.clone(),
-                param: invocation.param.as_deref().map(param_name),
+                param,
                 result: result_of(invocation.policy, changed, &errors[failures_before..]),
-            });
+            };
+            observer.after_invocation(&report, edited.subject.view());
+            reports.push(report);
             if changed {
                 self.move_invoked();
                 self.again = true;
@@ -335,6 +397,7 @@ fn invocations<'p>(
     context: &Context<'p, '_>,
     object: &Tree<'_>,
     errors: &mut Vec<PolicyError<'p>>,
+    observer: &mut impl AdmissionObserver,
 ) -> Vec<Invocation<'p>> {
     let request = context.request;
     let matched = Matched {
@@ -348,9 +411,12 @@ fn invocations<'p>(
         if policy.bindings.is_empty() {
             continue;
         }
-        match matching::matches(&policy.match_constraints, &matched) {
-            Ok(true) => {}
-            Ok(false) => continue,
+        match matching::check(&policy.match_constraints, &matched) {
+            Ok(None) => {}
+            Ok(Some(mismatch)) => {
+                observer.skipped(policy, None, None, Skip::NotMatched(mismatch));
+                continue;
+            }
             Err(error) => {
                 errors.push(PolicyError {
                     policy,
@@ -362,9 +428,13 @@ fn invocations<'p>(
         }
         for binding in &policy.bindings {
             if let Some(resources) = &binding.match_resources {
-                match matching::matches(resources, &matched) {
-                    Ok(true) => {}
-                    Ok(false) => continue,
+                match matching::check(resources, &matched) {
+                    Ok(None) => {}
+                    Ok(Some(mismatch)) => {
+                        let why = Skip::NotMatched(mismatch);
+                        observer.skipped(policy, Some(&binding.name), None, why);
+                        continue;
+                    }
                     Err(error) => {
                         errors.push(PolicyError {
                             policy,
@@ -387,6 +457,9 @@ fn invocations<'p>(
                     binding,
                     param: None,
                 }),
+                Ok(Params::Objects(objects)) if objects.is_empty() => {
+                    observer.skipped(policy, Some(&binding.name), None, Skip::NoParams);
+                }
                 Ok(Params::Objects(objects)) => {
                     invocations.extend(objects.into_iter().map(|param| Invocation {
                         policy,
@@ -405,6 +478,15 @@ fn invocations<'p>(
     invocations
 }
 
+/// What an invocation's match conditions say.
+enum Conditions {
+    Hold,
+    /// This one was false.
+    False(String),
+    /// They failed to evaluate, and the failurePolicy is Ignore: these errors.
+    Ignored(String),
+}
+
 /// Whether the invocation's `matchConditions` hold on `object`: the first false one
 /// skips it; errors without a false one are the policy's error (`Err`) under `Fail`,
 /// and skip it under `Ignore`. `namespaceObject` is null here, as in the apiserver.
@@ -412,10 +494,10 @@ fn conditions_hold(
     context: &Context<'_, '_>,
     object: &Tree<'_>,
     invocation: &Invocation<'_>,
-) -> Result<bool, String> {
+) -> Result<Conditions, String> {
     let policy = invocation.policy;
     if policy.match_conditions.is_empty() {
-        return Ok(true);
+        return Ok(Conditions::Hold);
     }
     let activation = AdmissionActivation::new(AdmissionBindings {
         object: Some(object),
@@ -426,18 +508,21 @@ fn conditions_hold(
         variables: &policy.variables,
     });
     let mut errors = Vec::new();
-    for (_, condition) in &policy.match_conditions {
+    for (name, condition) in &policy.match_conditions {
         match activation.evaluate_bool(condition) {
             Ok(true) => {}
-            Ok(false) => return Ok(false),
+            Ok(false) => return Ok(Conditions::False(name.clone())),
             Err(error) => errors.push(error.to_string()),
         }
     }
-    match (errors.as_slice(), policy.failure_policy) {
-        ([], _) => Ok(true),
-        (_, FailurePolicy::Ignore) => Ok(false),
-        ([one], FailurePolicy::Fail) => Err(one.clone()),
-        (many, FailurePolicy::Fail) => Err(format!("[{}]", many.join(", "))),
+    let message = match errors.as_slice() {
+        [] => return Ok(Conditions::Hold),
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    match policy.failure_policy {
+        FailurePolicy::Ignore => Ok(Conditions::Ignored(message)),
+        FailurePolicy::Fail => Err(message),
     }
 }
 

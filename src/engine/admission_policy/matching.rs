@@ -31,21 +31,43 @@ pub struct Matched<'a> {
     pub old_object: Option<&'a Tree<'a>>,
 }
 
+/// What of `resources` kept a request out, in the order the apiserver checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mismatch {
+    NamespaceSelector,
+    ObjectSelector,
+    /// `excludeResourceRules[i]` matched.
+    Excluded(usize),
+    /// No rule of `resourceRules` matched.
+    NoRule,
+}
+
 /// Whether `resources` match the request.
 pub fn matches(resources: &MatchResources, request: &Matched<'_>) -> Result<bool, MatchError> {
+    check(resources, request).map(|mismatch| mismatch.is_none())
+}
+
+/// What of `resources` kept the request out (`None`: they match).
+pub fn check(
+    resources: &MatchResources,
+    request: &Matched<'_>,
+) -> Result<Option<Mismatch>, MatchError> {
     let namespace = namespace_selector(&resources.namespace_selector, request);
-    let object = Ok(object_selector(&resources.object_selector, request));
+    let object = object_selector(&resources.object_selector, request);
     // A selector that did not match without error decides; its sibling's error is not
     // reported.
-    if matches!(namespace, Ok(false)) || matches!(object, Ok(false)) {
-        return Ok(false);
+    if matches!(namespace, Ok(false)) {
+        return Ok(Some(Mismatch::NamespaceSelector));
     }
-    if resources
+    if !object {
+        return Ok(Some(Mismatch::ObjectSelector));
+    }
+    if let Some(excluded) = resources
         .exclude_resource_rules
         .iter()
-        .any(|rule| rule_matches(rule, request))
+        .position(|rule| rule_matches(rule, request))
     {
-        return Ok(false);
+        return Ok(Some(Mismatch::Excluded(excluded)));
     }
     let rules = resources.resource_rules.is_empty()
         || resources
@@ -53,10 +75,9 @@ pub fn matches(resources: &MatchResources, request: &Matched<'_>) -> Result<bool
             .iter()
             .any(|rule| rule_matches(rule, request));
     if !rules {
-        return Ok(false);
+        return Ok(Some(Mismatch::NoRule));
     }
-    namespace?;
-    object
+    namespace.map(|_| None)
 }
 
 /// Whether the requirements hold for a map of labels (`None`: no labels).
