@@ -41,9 +41,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut stdout = super::stdout::Stdout::lock();
     let mut denied = false;
     let mut noted_delete = false;
-    for request in input.requests {
-        let source = admission::ClusterSource::namespaces(input.namespaces.as_ref());
-        let evaluation = admission::offline::evaluate(&request, &input.set, source);
+    for request in &input.requests {
+        let source = input.cluster_source();
+        let evaluation = admission::offline::evaluate(request, &input.set, source);
         for warning in &evaluation.warnings {
             say!("warning: {warning}");
         }

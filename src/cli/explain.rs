@@ -41,7 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let input = args.input.read("graft-explain")?;
     let mut stdout = super::stdout::Stdout::lock();
     for request in &input.requests {
-        let source = admission::ClusterSource::namespaces(input.namespaces.as_ref());
+        let source = input.cluster_source();
         let route = input.set.route(request);
         let cluster = admission::resolve(request, route, source);
         let explanation = explain(request, route, &cluster, &input.set);

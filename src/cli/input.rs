@@ -77,6 +77,28 @@ pub fn namespace_source(
     )))
 }
 
+/// The parameter objects of an offline command: those in `file`, or none (a binding
+/// whose `paramRef` finds nothing then acts on its `parameterNotFoundAction`). `input` is
+/// the command's other input, which may not be standard input as well.
+pub fn param_objects(
+    file: Option<&Path>,
+    input: Option<&Path>,
+) -> anyhow::Result<crate::params::ParamObjects> {
+    let stdin = |path: Option<&Path>| path.is_some_and(|path| path.as_os_str() == "-");
+    if stdin(file) && stdin(input) {
+        anyhow::bail!(
+            "--params and the input cannot both be standard input (-): give one of them as a file"
+        );
+    }
+    let Some(file) = file else {
+        return Ok(crate::params::ParamObjects::default());
+    };
+    let text = String::from_utf8(read_input(file)?)
+        .with_context(|| format!("{}: not UTF-8 text", file.display()))?;
+    crate::params::read_params(&text)
+        .with_context(|| format!("reading parameter objects from {}", file.display()))
+}
+
 /// The input of the commands that evaluate plain objects (`apply`, `explain`): the
 /// policies, the objects, and how to turn each object into an admission request.
 #[derive(Debug, clap::Args)]
@@ -99,6 +121,10 @@ pub struct ObjectInput {
     /// that use `namespaceSelector` or `namespaceObject`.
     #[arg(long, value_name = "FILE")]
     pub namespaces: Option<std::path::PathBuf>,
+    /// Parameter objects (YAML or JSON, any kind) for MutatingAdmissionPolicy bindings
+    /// with a `paramRef`.
+    #[arg(long, value_name = "FILE")]
+    pub params: Option<std::path::PathBuf>,
     /// YAML or JSON objects (several documents, or `kind: List`); `-` for standard input.
     pub file: std::path::PathBuf,
 }
@@ -119,7 +145,18 @@ impl clap::ValueEnum for Operation {
 pub struct Requests {
     pub set: crate::policy::PolicySet,
     pub namespaces: Box<dyn crate::namespaces::NamespaceSource>,
+    pub params: crate::params::ParamObjects,
     pub requests: Vec<crate::admission::AdmissionRequest<'static>>,
+}
+
+impl Requests {
+    /// Where the reviews of these requests find namespaces and parameter objects.
+    pub fn cluster_source(&self) -> crate::admission::ClusterSource<'_> {
+        crate::admission::ClusterSource {
+            namespaces: self.namespaces.as_ref(),
+            params: &self.params,
+        }
+    }
 }
 
 impl ObjectInput {
@@ -129,6 +166,7 @@ impl ObjectInput {
     pub fn read(&self, uid_prefix: &str) -> anyhow::Result<Requests> {
         let set = load_policies(&self.policies)?;
         let namespaces = namespace_source(self.namespaces.as_deref(), Some(&self.file))?;
+        let params = param_objects(self.params.as_deref(), Some(&self.file))?;
         let name = input_name(&self.file);
         let text = String::from_utf8(read_input(&self.file)?)
             .with_context(|| format!("{name}: not UTF-8 text"))?;
@@ -162,6 +200,7 @@ impl ObjectInput {
         Ok(Requests {
             set,
             namespaces,
+            params,
             requests,
         })
     }

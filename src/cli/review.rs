@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::input::{input_name, load_policies, namespace_source, read_input};
+use super::input::{input_name, load_policies, namespace_source, param_objects, read_input};
 use crate::admission::{self, BadReview};
 
 /// Answer one AdmissionReview (v1 or v1beta1) and print the response review exactly
@@ -20,6 +20,10 @@ pub struct Args {
     /// that use `namespaceSelector` or `namespaceObject`.
     #[arg(long, value_name = "FILE")]
     pub namespaces: Option<PathBuf>,
+    /// Parameter objects (YAML or JSON, any kind) for MutatingAdmissionPolicy bindings
+    /// with a `paramRef`.
+    #[arg(long, value_name = "FILE")]
+    pub params: Option<PathBuf>,
     /// An AdmissionReview in JSON; `-` (the default) for standard input.
     #[arg(default_value = "-")]
     pub file: PathBuf,
@@ -28,10 +32,14 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let set = load_policies(&args.policies)?;
     let namespaces = namespace_source(args.namespaces.as_deref(), Some(&args.file))?;
+    let params = param_objects(args.params.as_deref(), Some(&args.file))?;
     let body = read_input(&args.file)?;
     // The server's path, so the two answer alike; its errors speak of a body, which here
     // is a file to name.
-    let source = admission::ClusterSource::namespaces(namespaces.as_ref());
+    let source = admission::ClusterSource {
+        namespaces: namespaces.as_ref(),
+        params: &params,
+    };
     let reviewed = admission::review(&body, &set, source).map_err(|error| {
         let name = input_name(&args.file);
         let text = error.to_string();

@@ -86,6 +86,10 @@ pub struct Flags {
     /// yaml`) instead of the Kubernetes API, for local runs. Read once at startup.
     #[arg(long, value_name = "FILE")]
     pub namespaces: Option<PathBuf>,
+    /// Parameter objects (YAML or JSON, any kind) for MutatingAdmissionPolicy bindings
+    /// with a `paramRef`. Read once at startup.
+    #[arg(long, env = "GRAFT_PARAMS", value_name = "FILE")]
+    pub params: Option<PathBuf>,
     /// Record Kubernetes Events on the objects graft mutates (reason Mutated) or denies
     /// (reason Denied), off the request path: needs create and patch on events
     /// (deploy/components/events).
@@ -153,6 +157,7 @@ fn config(args: Flags) -> Config {
         events: args
             .events
             .then(|| EventsConfig::new(args.kubeconfig.clone())),
+        params: args.params,
         namespaces: match args.namespaces {
             Some(file) => NamespaceConfig::File(file),
             None => NamespaceConfig::Api {

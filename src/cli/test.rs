@@ -18,6 +18,7 @@ use crate::admission::{self, AdmissionRequest};
 use crate::engine::{Evaluation, Outcome};
 use crate::k8s::objects::read_objects;
 use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};
+use crate::params::{NoParams, ParamObjects, ParamSource};
 use crate::policy::PolicySet;
 use crate::tree::Tree;
 
@@ -35,6 +36,10 @@ pub struct Args {
     /// suites that list none of their own (`spec.namespaces`, `spec.namespacesFile`).
     #[arg(long, value_name = "FILE")]
     pub namespaces: Option<PathBuf>,
+    /// Parameter objects (YAML or JSON, any kind) for the suites that list none of their
+    /// own (`spec.params`, `spec.paramsFile`).
+    #[arg(long, value_name = "FILE")]
+    pub params: Option<PathBuf>,
     /// Rewrite the `expect` block of each failing case to what the policies now do (and
     /// an `objectFile` it names), and say which cases changed. A case whose policies do
     /// not converge, or whose patch does not apply, is not rewritten: that is a policy
@@ -77,6 +82,13 @@ pub struct SuiteSpec {
     /// documents or `kind: List`).
     #[serde(default)]
     pub namespaces_file: Option<PathBuf>,
+    /// Parameter objects (any kind) for MutatingAdmissionPolicy bindings with a
+    /// `paramRef`.
+    #[serde(default)]
+    pub params: Vec<Value>,
+    /// More parameter objects, from a YAML or JSON file relative to the suite.
+    #[serde(default)]
+    pub params_file: Option<PathBuf>,
     pub cases: Vec<Case>,
 }
 
@@ -136,16 +148,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if files.is_empty() {
         bail!("no test suites found in {:?}", args.paths);
     }
-    let shared = match &args.namespaces {
-        Some(path) => Some(super::input::namespace_source(Some(path), None)?),
-        None => None,
+    let shared = Shared {
+        namespaces: match &args.namespaces {
+            Some(path) => Some(super::input::namespace_source(Some(path), None)?),
+            None => None,
+        },
+        params: match &args.params {
+            Some(path) => Some(super::input::param_objects(Some(path), None)?),
+            None => None,
+        },
     };
     let (mut passed, mut failed, mut updated) = (0usize, 0usize, 0usize);
     let mut suites = std::collections::BTreeSet::new();
     let file_count = files.len();
     let mut stdout = super::stdout::Stdout::lock();
     for file in files {
-        let results = run_suite_file_with(&file, shared.as_deref())?;
+        let results = run_suite_file_with(&file, &shared)?;
         suites.extend(results.iter().map(|result| result.suite.clone()));
         // The file is rewritten before anything about it is reported, so an UPDATED line
         // never claims a change that a failing rewrite, or a stdout that fails while the
@@ -228,12 +246,17 @@ pub struct CaseResult {
     pub update: Option<serde_json::Map<String, Value>>,
 }
 
-/// Runs every case of one suite file; `shared` holds the namespaces of a suite that
-/// lists none of its own.
-pub fn run_suite_file_with(
-    file: &Path,
-    shared: Option<&dyn NamespaceSource>,
-) -> anyhow::Result<Vec<CaseResult>> {
+/// The namespaces and parameter objects given on the command line, for the suites that
+/// list none of their own.
+#[derive(Default)]
+pub struct Shared {
+    pub namespaces: Option<Box<dyn NamespaceSource>>,
+    pub params: Option<ParamObjects>,
+}
+
+/// Runs every case of one suite file; `shared` holds the namespaces and parameter
+/// objects of a suite that lists none of its own.
+pub fn run_suite_file_with(file: &Path, shared: &Shared) -> anyhow::Result<Vec<CaseResult>> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let suite: Suite =
@@ -254,7 +277,14 @@ pub fn run_suite_file_with(
     let own = suite_namespaces(&suite.spec, base)
         .with_context(|| format!("{}: spec.namespaces", file.display()))?;
     check_cases(&suite.spec.cases).with_context(|| format!("{}: spec.cases", file.display()))?;
-    let namespaces: &dyn NamespaceSource = match (&own, shared) {
+    let own_params = suite_params(&suite.spec, base)
+        .with_context(|| format!("{}: spec.params", file.display()))?;
+    let params: &dyn ParamSource = match (&own_params, &shared.params) {
+        (Some(own), _) => own,
+        (None, Some(shared)) => shared,
+        (None, None) => &NoParams,
+    };
+    let namespaces: &dyn NamespaceSource = match (&own, shared.namespaces.as_deref()) {
         (None, Some(shared)) => shared,
         (Some(own), _) => own,
         (None, None) => &NoNamespaces {
@@ -266,7 +296,8 @@ pub fn run_suite_file_with(
         .cases
         .iter()
         .map(|case| {
-            let (failure, update) = run_case(case, base, &set, namespaces)
+            let source = admission::ClusterSource { namespaces, params };
+            let (failure, update) = run_case(case, base, &set, source)
                 .with_context(|| format!("{}: case {:?}", file.display(), case.name))?;
             Ok(CaseResult {
                 suite: suite.metadata.name.clone(),
@@ -319,6 +350,26 @@ fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<Name
     )))
 }
 
+/// The suite's own parameter objects, inline and from `paramsFile`; `None` when it lists
+/// none.
+fn suite_params(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<ParamObjects>> {
+    if spec.params.is_empty() && spec.params_file.is_none() {
+        return Ok(None);
+    }
+    // One document list, so inline and file objects are checked alike.
+    let mut objects = spec.params.clone();
+    if let Some(path) = &spec.params_file {
+        let path = base.join(path);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        objects.extend(read_objects(&text).with_context(|| format!("reading {}", path.display()))?);
+    }
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    Ok(Some(crate::params::read_params(&serde_json::to_string(
+        &list,
+    )?)?))
+}
+
 /// The failure of a case (`None` when it passed), and the expectation it would pass.
 type CaseOutcome = (Option<String>, Option<serde_json::Map<String, Value>>);
 
@@ -326,11 +377,10 @@ fn run_case(
     case: &Case,
     base: &Path,
     set: &PolicySet,
-    namespaces: &dyn NamespaceSource,
+    source: admission::ClusterSource<'_>,
 ) -> anyhow::Result<CaseOutcome> {
     let request = case_request(case, base)?;
     let original = request.object.as_ref().map(Tree::to_value);
-    let source = admission::ClusterSource::namespaces(namespaces);
     // The evaluation, and the invariants every evaluation holds (checked last, so that a
     // case whose only problems are its expectations can have them rewritten).
     let checked = admission::check::check(&request, set, source);

@@ -143,6 +143,16 @@ fn admission_explanations(
             explained.push(explanation(None, None, not_matched(why)));
             continue;
         }
+        // A policy whose match constraints could not be evaluated failed as a whole.
+        if let Some(report) = evaluation.policies.iter().rfind(|report| {
+            report.dialect == Dialect::MutatingAdmissionPolicy
+                && report.policy == policy.name
+                && report.binding.is_none()
+        }) {
+            let verdict = Verdict::Matched(report.result.clone());
+            explained.push(explanation(None, None, verdict));
+            continue;
+        }
         let mut any = false;
         for binding in &policy.bindings {
             let key = (policy.name.clone(), Some(binding.name.clone()), None);
@@ -161,7 +171,7 @@ fn admission_explanations(
             }) {
                 let patch = explainer.invocation_patches.remove(&(
                     policy.name.clone(),
-                    binding.name.clone(),
+                    Some(binding.name.clone()),
                     report.param.clone(),
                 ));
                 let verdict = match (&report.result, patch) {
@@ -251,7 +261,7 @@ struct Explainer {
     /// invocation did not run, by (policy, binding, parameter).
     admission: HashMap<AdmissionKey, String>,
     /// What each invocation changed, by (policy, binding, parameter).
-    invocation_patches: HashMap<(String, String, Option<String>), tree::Patch<'static>>,
+    invocation_patches: HashMap<(String, Option<String>, Option<String>), tree::Patch<'static>>,
 }
 
 /// (policy, binding, parameter object).

@@ -373,7 +373,7 @@ fn report_invocations(evaluation: &mut Evaluation<'_>, invocations: Vec<Invocati
         .extend(invocations.into_iter().map(|invocation| PolicyReport {
             policy: invocation.policy,
             dialect: Dialect::MutatingAdmissionPolicy,
-            binding: Some(invocation.binding),
+            binding: invocation.binding,
             param: invocation.param,
             result: invocation.result,
         }));

@@ -184,5 +184,47 @@ pub fn webhook_rules(set: &PolicySet) -> Vec<crate::manifests::webhook::PolicyRu
             }
         }
     }
+    rules.extend(admission_policy_rules(set));
+    rules
+}
+
+/// The rules of the MutatingAdmissionPolicies a binding names: their `matchConstraints`'
+/// resource rules (a binding's `matchResources` only narrows them); `*` is the
+/// operations MAP runs on, never DELETE.
+fn admission_policy_rules(set: &PolicySet) -> Vec<crate::manifests::webhook::PolicyRule> {
+    let mut rules = Vec::new();
+    for policy in set.admission_policies() {
+        if policy.bindings.is_empty() {
+            continue;
+        }
+        for rule in &policy.match_constraints.resource_rules {
+            let operations: Vec<String> = match &rule.operations {
+                None => [Operation::Create, Operation::Update, Operation::Connect]
+                    .iter()
+                    .map(|op| op.as_str().to_string())
+                    .collect(),
+                // Validation refuses DELETE, as the apiserver does.
+                Some(operations) => operations
+                    .iter()
+                    .map(|op| op.as_str().to_string())
+                    .collect(),
+            };
+            let any = vec!["*".to_string()];
+            for group in rule.api_groups.as_ref().unwrap_or(&any) {
+                for version in rule.api_versions.as_ref().unwrap_or(&any) {
+                    for (resource, subresource) in &rule.resources {
+                        rules.push(crate::manifests::webhook::PolicyRule {
+                            policy: policy.name.clone(),
+                            group: group.clone(),
+                            version: version.clone(),
+                            resource: resource.clone(),
+                            subresource: (!subresource.is_empty()).then(|| subresource.clone()),
+                            operations: operations.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
     rules
 }

@@ -1,17 +1,18 @@
 //! Where the server's reviews get cluster data from: one slot, read by every review and
 //! changed only by [`super::namespace_supply::NamespaceSupply`] around an install.
 //!
-//! Today the data is the namespaces' labels (for `namespaceSelector` and
+//! The data is the namespaces' labels (for `namespaceSelector` and
 //! `namespaceObject`): fixed Namespace objects (`--namespaces FILE`, or none at all
 //! outside a cluster, with a hint saying so), or the namespace cache while the active set
 //! needs it.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
 
 use super::namespace_cache::NamespaceCache;
 use crate::namespaces::{NamespaceData, NamespaceSource, NoNamespaces};
+use crate::params::{NoParams, ParamObjects, ParamSource};
 use crate::policy::PolicySet;
 
 /// Why a review of a set that needs no namespace data has none.
@@ -22,6 +23,9 @@ const NOT_NEEDED: &str = "graft serve reads namespaces only while the policy set
 #[derive(Debug)]
 pub struct ClusterData {
     source: ArcSwap<Source>,
+    /// The parameter objects of MutatingAdmissionPolicy bindings: the `--params` file,
+    /// set once at start-up; none without it.
+    params: OnceLock<ParamObjects>,
 }
 
 /// What the slot holds.
@@ -40,11 +44,25 @@ impl Default for ClusterData {
     fn default() -> Self {
         ClusterData {
             source: ArcSwap::from_pointee(Source::Nothing),
+            params: OnceLock::new(),
         }
     }
 }
 
 impl ClusterData {
+    /// Serves `params` for good; false when parameter objects were set before.
+    pub(super) fn fix_params(&self, params: ParamObjects) -> bool {
+        self.params.set(params).is_ok()
+    }
+
+    /// The parameter objects reviews see.
+    pub fn params(&self) -> &dyn ParamSource {
+        match self.params.get() {
+            Some(params) => params,
+            None => &NoParams,
+        }
+    }
+
     /// Serves `namespaces` for good: no cache is started from now on.
     pub(super) fn fix(&self, namespaces: Arc<dyn NamespaceSource>) {
         self.source.store(Arc::new(Source::Fixed(namespaces)));

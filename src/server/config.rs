@@ -54,6 +54,9 @@ pub struct Config {
     pub watch: WatchConfig,
     /// Where namespace data comes from while the policy set needs it.
     pub namespaces: NamespaceConfig,
+    /// Parameter objects for MutatingAdmissionPolicy bindings with a `paramRef`, read
+    /// once at start-up (`--params`); `None`: bindings find no parameter objects.
+    pub params: Option<PathBuf>,
     /// Kubernetes Events about the reviews (`--events`); `None`: no Events, and no
     /// client for them.
     pub events: Option<EventsConfig>,

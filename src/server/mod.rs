@@ -79,6 +79,18 @@ pub enum StartError {
     KubeApi(#[from] kube_api::ConnectError),
     #[error(transparent)]
     NamespacesFile(#[from] namespace_supply::NamespacesFileError),
+    #[error("cannot read the parameter objects file {path}: {cause}")]
+    ParamsRead {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("the parameter objects file {path} is invalid: {cause}")]
+    ParamsInvalid {
+        path: PathBuf,
+        cause: crate::params::ParamsError,
+    },
+    #[error("parameter objects were already set for this server")]
+    ParamsTwice,
 }
 
 /// A started server.
@@ -122,6 +134,12 @@ pub async fn start(
         metrics_stopped,
     ));
 
+    if let Some(path) = &config.params {
+        let params = read_params_file(path)?;
+        if !state.cluster_data().fix_params(params) {
+            return Err(StartError::ParamsTwice);
+        }
+    }
     // Watching starts before the first load, so no edit falls between the two.
     let policy_watcher = PolicyReloader::watcher(&config.policies, &config.watch)?;
     // An invalid policy set at startup is fatal: serving without the policies would
@@ -327,4 +345,22 @@ fn local_addr(listener: &TcpListener, addr: SocketAddr) -> Result<SocketAddr, St
     listener
         .local_addr()
         .map_err(|source| StartError::Bind { addr, source })
+}
+
+/// The `--params` file's objects, served for good.
+fn read_params_file(path: &std::path::Path) -> Result<crate::params::ParamObjects, StartError> {
+    let text = std::fs::read_to_string(path).map_err(|cause| StartError::ParamsRead {
+        path: path.to_path_buf(),
+        cause,
+    })?;
+    let params = crate::params::read_params(&text).map_err(|cause| StartError::ParamsInvalid {
+        path: path.to_path_buf(),
+        cause,
+    })?;
+    tracing::info!(
+        file = %path.display(),
+        objects = params.len(),
+        "serving MutatingAdmissionPolicy parameter objects from a file"
+    );
+    Ok(params)
 }

@@ -169,7 +169,10 @@ async fn route(
         let cluster = admission::resolve(
             &review.request,
             route,
-            admission::ClusterSource::namespaces(&namespaces),
+            admission::ClusterSource {
+                namespaces: &namespaces,
+                params: state.cluster_data().params(),
+            },
         );
         let reviewed = admission::answer(review, route, &cluster, &set).map_err(internal)?;
         if started.elapsed() > budget {

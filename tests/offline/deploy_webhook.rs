@@ -322,3 +322,69 @@ fn copy_policies(to: &Path) {
         }
     }
 }
+
+/// A bound MutatingAdmissionPolicy's `matchConstraints` become rules (a `*` of
+/// operations is those MAP runs on: CREATE, UPDATE and CONNECT, never DELETE); an unbound
+/// one adds nothing, since it does nothing.
+#[test]
+fn rules_follow_bound_mutating_admission_policies() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = |name: &str, rules: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\n\
+             metadata: {{name: {name}}}\nspec:\n  matchConstraints:\n    resourceRules:\n{rules}\
+             \n  reinvocationPolicy: Never\n  mutations:\n    - patchType: JSONPatch\n      \
+             jsonPatch: {{expression: '[JSONPatch{{op: \"add\", path: \"/metadata/labels\", value: {{}}}}]'}}\n"
+        )
+    };
+    let text = [
+        policy(
+            "bound",
+            "      - {apiGroups: [apps], apiVersions: [v1], operations: ['*'], resources: [deployments, deployments/scale]}\n      - {apiGroups: [''], apiVersions: [v1], operations: [UPDATE], resources: [configmaps]}",
+        ),
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {name: bound-binding}\nspec: {policyName: bound}\n".to_string(),
+        policy(
+            "unbound",
+            "      - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [secrets]}",
+        ),
+    ]
+    .join("---\n");
+    std::fs::write(dir.path().join("maps.yaml"), text).expect("write");
+    let rendered = yaml(&success_stdout(graft(
+        dir.path(),
+        &["webhook-config", "--policies", "."],
+    )));
+    let rules = &rendered["webhooks"][0]["rules"];
+    let rule = |resource: &str| {
+        rules
+            .as_array()
+            .expect("rules")
+            .iter()
+            .find(|rule| {
+                rule["resources"]
+                    .as_array()
+                    .expect("resources")
+                    .iter()
+                    .any(|r| r == resource)
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no rule for {resource} in {rules}"))
+    };
+    assert_eq!(
+        rule("deployments")["operations"],
+        serde_json::json!(["CONNECT", "CREATE", "UPDATE"])
+    );
+    assert_eq!(
+        rule("deployments/scale")["apiGroups"],
+        serde_json::json!(["apps"])
+    );
+    assert_eq!(
+        rule("configmaps")["operations"],
+        serde_json::json!(["UPDATE"])
+    );
+    assert!(
+        !rules.to_string().contains("secrets"),
+        "an unbound policy added a rule: {rules}"
+    );
+    assert_eq!(rendered["webhooks"][0]["reinvocationPolicy"], "IfNeeded");
+}

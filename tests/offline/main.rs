@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cli_admission_policy;
 mod cli_certs;
 mod cli_completions;
 mod cli_errors;

@@ -16,6 +16,7 @@ mod reload_lifecycle;
 mod reload_live;
 mod reload_startup;
 mod server_admission;
+mod server_admission_policy;
 mod server_bad_inputs;
 mod server_events;
 mod server_http2_early_answer;

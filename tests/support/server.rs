@@ -324,6 +324,7 @@ pub fn config(policies: &Path, secret: &SecretDir) -> graft::server::Config {
         shutdown_grace: Duration::from_secs(5),
         watch: graft::watch::WatchConfig::default(),
         namespaces: graft::server::config::NamespaceConfig::default(),
+        params: None,
         events: None,
     }
 }

@@ -89,7 +89,8 @@ pub struct Denial {
 #[derive(Debug, Clone, PartialEq)]
 pub struct InvocationReport {
     pub policy: String,
-    pub binding: String,
+    /// `None` for a problem of the policy itself (its match constraints).
+    pub binding: Option<String>,
     /// `namespace/name` of the parameter object, when there is one.
     pub param: Option<String>,
     pub result: PolicyResult,
@@ -203,6 +204,8 @@ struct PolicyError<'p> {
     policy: &'p CompiledAdmissionPolicy,
     /// `None` for a problem of the policy itself (its match constraints).
     binding: Option<&'p str>,
+    /// The field of the policy or binding the problem is in, for the reports.
+    field: &'static str,
     message: String,
 }
 
@@ -278,6 +281,14 @@ impl AdmissionRun {
     ) -> Result<(), Denial> {
         let mut errors = Vec::new();
         let invocations = invocations(context, edited.subject.view(), &mut errors, observer);
+        // A policy or binding that could not be matched or configured is reported as
+        // failed (or ignored) as a whole: it has no invocation to report.
+        reports.extend(errors.iter().map(|error| InvocationReport {
+            policy: error.policy.name.clone(),
+            binding: error.binding.map(str::to_string),
+            param: None,
+            result: result_of(error.policy, false, std::slice::from_ref(error)),
+        }));
         let namespace_object = match (invocations.is_empty(), context.namespace_object) {
             (true, _) => None,
             (false, Ok(namespace)) => namespace.as_ref(),
@@ -306,11 +317,19 @@ impl AdmissionRun {
                     continue;
                 }
                 Err(message) => {
-                    errors.push(PolicyError {
+                    let error = PolicyError {
                         policy: invocation.policy,
                         binding: Some(&invocation.binding.name),
+                        field: "spec.matchConditions",
                         message,
+                    };
+                    reports.push(InvocationReport {
+                        policy: invocation.policy.name.clone(),
+                        binding: Some(invocation.binding.name.clone()),
+                        param,
+                        result: result_of(invocation.policy, false, std::slice::from_ref(&error)),
                     });
+                    errors.push(error);
                     continue;
                 }
             }
@@ -330,6 +349,7 @@ impl AdmissionRun {
                     Err(MutationError::Policy(message)) => errors.push(PolicyError {
                         policy: invocation.policy,
                         binding: Some(&invocation.binding.name),
+                        field: "spec.mutations",
                         message,
                     }),
                 }
@@ -337,7 +357,7 @@ impl AdmissionRun {
             let changed = before != *edited.subject.view();
             let report = InvocationReport {
                 policy: invocation.policy.name.clone(),
-                binding: invocation.binding.name.clone(),
+                binding: Some(invocation.binding.name.clone()),
                 param,
                 result: result_of(invocation.policy, changed, &errors[failures_before..]),
             };
@@ -376,7 +396,7 @@ fn result_of(
 ) -> PolicyResult {
     if let Some(error) = errors.first() {
         let failure = Failure {
-            field: "spec.mutations".to_string(),
+            field: error.field.to_string(),
             reason: error.message.clone(),
         };
         return match policy.failure_policy {
@@ -421,6 +441,7 @@ fn invocations<'p>(
                 errors.push(PolicyError {
                     policy,
                     binding: None,
+                    field: "spec.matchConstraints",
                     message: format!("failed to configure policy: {}", error.0),
                 });
                 continue;
@@ -439,6 +460,7 @@ fn invocations<'p>(
                         errors.push(PolicyError {
                             policy,
                             binding: Some(&binding.name),
+                            field: "spec.matchResources",
                             message: format!("failed to configure binding: {}", error.0),
                         });
                         continue;
@@ -470,6 +492,7 @@ fn invocations<'p>(
                 Err(message) => errors.push(PolicyError {
                     policy,
                     binding: Some(&binding.name),
+                    field: "spec.paramRef",
                     message: format!("failed to configure binding: {message}"),
                 }),
             }
