@@ -228,6 +228,17 @@ impl Env {
                 .await
         });
 
+        // The parameter objects, as stored: graft reads them from a file at startup.
+        let params = rt.block_on(async {
+            let mut params = Vec::new();
+            for c in cases.iter().filter(|c| !setup_errors.contains_key(&c.id)) {
+                params.extend(stored_params(&setup, c).await?);
+            }
+            Ok::<_, support::Error>(params)
+        })?;
+        let params_file = root.join("params.yaml");
+        std::fs::write(&params_file, yaml_stream(&params)?)?;
+
         let lint = lint(&root.join("lint"), cases)?;
         let mut shared = Vec::new();
         let mut alone = HashMap::new();
@@ -257,7 +268,7 @@ impl Env {
             key: &key,
             kubeconfig: Some(&setup_kubeconfig),
             log_dir: &root,
-            extra_args: &[],
+            extra_args: &["--params", params_file.to_str().ok_or("temp dir path")?],
         })?;
         let ca_bundle = base64::engine::general_purpose::STANDARD.encode(pki.ca_pem());
         let webhook = json!({
@@ -345,11 +356,7 @@ impl Env {
             PolicySet::Shared => documents.extend(self.shared.iter().cloned()),
             PolicySet::Alone(id) => documents.extend(self.alone[id].iter().cloned()),
         }
-        let mut text = String::new();
-        for document in &documents {
-            text.push_str("---\n");
-            text.push_str(&serde_yaml::to_string(document)?);
-        }
+        let text = yaml_stream(&documents)?;
         // Written beside the directory and renamed in: graft never reads half a set.
         let staged = self.policies_dir.with_extension("staged.yaml");
         std::fs::write(&staged, text)?;
@@ -537,12 +544,10 @@ fn check_rejected(want: &str, lint: &[Finding]) -> Vec<String> {
 fn lint(dir: &Path, cases: &[Arc<Case>]) -> Result<HashMap<String, Vec<Finding>>> {
     std::fs::create_dir_all(dir)?;
     for c in cases {
-        let mut text = String::new();
-        for document in c.policies() {
-            text.push_str("---\n");
-            text.push_str(&serde_yaml::to_string(&document)?);
-        }
-        std::fs::write(dir.join(format!("c{}.yaml", c.id)), text)?;
+        std::fs::write(
+            dir.join(format!("c{}.yaml", c.id)),
+            yaml_stream(&c.policies())?,
+        )?;
     }
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_graft"))
         .args(["lint", "--format", "json"])
@@ -612,6 +617,40 @@ async fn setup_case(api: &Api, case: &Case) -> Result {
         api.create(&old, ns).await?.ok("the old object")?;
     }
     Ok(())
+}
+
+/// The case's setup objects of a kind one of its policies takes parameters of, as the
+/// apiserver stored them.
+async fn stored_params(api: &Api, case: &Case) -> Result<Vec<Value>> {
+    let ns = case.namespace();
+    let kinds: Vec<Value> = case
+        .policies()
+        .iter()
+        .map(|p| p["spec"]["paramKind"].clone())
+        .filter(|k| !k.is_null())
+        .collect();
+    let mut out = Vec::new();
+    for object in case.setup() {
+        let is_param = kinds
+            .iter()
+            .any(|k| k["apiVersion"] == object["apiVersion"] && k["kind"] == object["kind"]);
+        if is_param {
+            let (_, namespaced) = api.collection(&object, ns).await?;
+            let object = with_namespace(&object, namespaced, ns);
+            out.push(api.get(&object, ns).await?.ok("a parameter object")?);
+        }
+    }
+    Ok(out)
+}
+
+/// Documents as one YAML stream.
+fn yaml_stream(documents: &[Value]) -> Result<String> {
+    let mut text = String::new();
+    for document in documents {
+        text.push_str("---\n");
+        text.push_str(&serde_yaml::to_string(document)?);
+    }
+    Ok(text)
 }
 
 /// Whether every policy of the case matches requests in the case's namespace only: a
