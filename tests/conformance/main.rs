@@ -131,7 +131,7 @@ fn main() {
                     )
                     .into()),
                     (Some(reason), false) => {
-                        println!("{}: known divergence: {reason}", case.stem);
+                        println!("\n{}: known divergence: {reason}", case.stem);
                         for line in &differences {
                             println!("    {line}");
                         }
@@ -253,6 +253,18 @@ impl Env {
             }
         }
 
+        let mut alone_ids: Vec<&String> = alone.keys().collect();
+        alone_ids.sort();
+        eprintln!(
+            "conformance: {} policies and bindings in the shared set; cases with a set of \
+             their own: {alone_ids:?}; graft refuses the policies of: {:?}",
+            shared.len(),
+            {
+                let mut ids: Vec<&String> = lint.keys().collect();
+                ids.sort();
+                ids
+            }
+        );
         let policies_dir = root.join("policies");
         std::fs::create_dir_all(&policies_dir)?;
         std::fs::write(policies_dir.join("policies.yaml"), "")?;
