@@ -165,23 +165,18 @@ impl Api {
     }
 
     pub async fn create(&self, object: &Value, namespace: &str) -> Result<Reply> {
-        let (path, _) = self.collection(object, namespace).await?;
-        self.call(
-            "POST",
-            &format!("{path}?fieldManager={FIELD_MANAGER}"),
-            Some(object),
-        )
-        .await
+        self.post(object, namespace, "").await
     }
 
+    /// A server-side dry run of the CREATE: what would be stored, nothing persisted.
     pub async fn dry_run_create(&self, object: &Value, namespace: &str) -> Result<Reply> {
+        self.post(object, namespace, "&dryRun=All").await
+    }
+
+    async fn post(&self, object: &Value, namespace: &str, query: &str) -> Result<Reply> {
         let (path, _) = self.collection(object, namespace).await?;
-        self.call(
-            "POST",
-            &format!("{path}?fieldManager={FIELD_MANAGER}&dryRun=All"),
-            Some(object),
-        )
-        .await
+        let path = format!("{path}?fieldManager={FIELD_MANAGER}{query}");
+        self.call("POST", &path, Some(object)).await
     }
 
     pub async fn replace(
