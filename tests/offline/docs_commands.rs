@@ -148,7 +148,8 @@ fn mutating_admission_policy_guide_commands_work() {
     assert!(stdout.contains("49 passed, 0 failed"), "{stdout}");
     // apply: the sidecar, its volume and the status annotation.
     assert!(
-        stdout.contains(r#"{"op":"add","path":"/spec/containers/1","value":{"image":"nginx:1.12.2""#),
+        stdout
+            .contains(r#"{"op":"add","path":"/spec/containers/1","value":{"image":"nginx:1.12.2""#),
         "{stdout}"
     );
     // review: the captured Multus worker, mutated by the MAP version.
@@ -165,11 +166,15 @@ fn mutating_admission_policy_guide_commands_work() {
     );
     // Two passes: IfNeeded sees graft's label, Never does not.
     assert!(
-        stdout.contains(r#"{"op":"add","path":"/metadata/annotations/example.com~1owner","value":"platform"}"#),
+        stdout.contains(
+            r#"{"op":"add","path":"/metadata/annotations/example.com~1owner","value":"platform"}"#
+        ),
         "{stdout}"
     );
     assert!(
-        stdout.contains(r#"{"op":"add","path":"/metadata/annotations/example.com~1owner","value":"unknown"}"#),
+        stdout.contains(
+            r#"{"op":"add","path":"/metadata/annotations/example.com~1owner","value":"unknown"}"#
+        ),
         "{stdout}"
     );
 }
