@@ -38,6 +38,8 @@ struct DecisionLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PolicyLabels {
     policy: String,
+    /// `MutationPolicy` or `MutatingAdmissionPolicy`.
+    dialect: &'static str,
     result: &'static str,
 }
 
@@ -354,10 +356,11 @@ impl Metrics {
             .observe(seconds);
     }
 
-    pub fn policy_evaluated(&self, policy: &str, result: &'static str) {
+    pub fn policy_evaluated(&self, policy: &str, dialect: &'static str, result: &'static str) {
         self.policy_evaluations
             .get_or_create(&PolicyLabels {
                 policy: policy.to_string(),
+                dialect,
                 result,
             })
             .inc();
@@ -496,7 +499,7 @@ mod tests {
     fn exposes_the_documented_names() {
         let metrics = Metrics::new();
         metrics.review_answered("CREATE", "pods", "allowed", 0.001);
-        metrics.policy_evaluated("p", "applied");
+        metrics.policy_evaluated("p", "MutatingAdmissionPolicy", "applied");
         metrics.admission_error(ErrorReason::Panic);
         metrics.tls_reloaded(ReloadResult::Error);
         metrics.policy_set_installed(3, "sha256:aaaaaaaaaaaa");
@@ -510,7 +513,7 @@ mod tests {
         for needle in [
             "graft_admission_requests_total{operation=\"CREATE\",resource=\"pods\",decision=\"allowed\"} 1",
             "graft_admission_duration_seconds_count{decision=\"allowed\"} 1",
-            "graft_policy_evaluations_total{policy=\"p\",result=\"applied\"} 1",
+            "graft_policy_evaluations_total{policy=\"p\",dialect=\"MutatingAdmissionPolicy\",result=\"applied\"} 1",
             "graft_admission_errors_total{reason=\"panic\"} 1",
             "graft_tls_reloads_total{result=\"error\"} 1",
             "graft_policies_loaded 3",

@@ -27,7 +27,7 @@ use super::evaluation_pool::{EvaluationPool, JobFailed};
 use super::state::State;
 use super::{deadline, labels};
 use crate::admission::{self, AdmissionRequest, Reviewed};
-use crate::engine::{Outcome, PolicyResult};
+use crate::engine::{Outcome, PolicyReport, PolicyResult};
 use crate::metrics::ErrorReason;
 use crate::policy::PolicySet;
 use crate::tree::Tree;
@@ -309,10 +309,12 @@ fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant)
         Outcome::Denied { .. } => "denied",
     };
     for report in &evaluation.policies {
-        state
-            .metrics()
-            .policy_evaluated(&report.policy, report.result.label());
-        log_failure(&report.policy, &report.result);
+        state.metrics().policy_evaluated(
+            &report.policy,
+            report.dialect.as_str(),
+            report.result.label(),
+        );
+        log_failure(report);
     }
     state.metrics().review_answered(
         labels::operation(&request.operation),
@@ -333,10 +335,14 @@ fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant)
         Some(sub) if !sub.is_empty() => format!("{}/{}", request.resource.resource, sub),
         _ => request.resource.resource.clone(),
     };
-    let matched: Vec<&str> = evaluation
+    // A MutatingAdmissionPolicy runs once per binding: named with it, as explain names it.
+    let matched: Vec<String> = evaluation
         .policies
         .iter()
-        .map(|report| report.policy.as_str())
+        .map(|report| match &report.binding {
+            Some(binding) => format!("{} (binding {binding})", report.policy),
+            None => report.policy.clone(),
+        })
         .collect();
     let applied: Vec<&str> = evaluation.applied().collect();
     let name = object_name(request);
@@ -358,8 +364,8 @@ fn record(reviewed: &Reviewed, state: &State, set: &PolicySet, started: Instant)
 
 /// A failed policy at warn: which policy, at which field, why, and what became of the
 /// review.
-fn log_failure(policy: &str, result: &PolicyResult) {
-    let (failure, message) = match result {
+fn log_failure(report: &PolicyReport) {
+    let (failure, message) = match &report.result {
         PolicyResult::Failed(failure) => (failure, "policy failed; review denied"),
         PolicyResult::Ignored(failure) => (
             failure,
@@ -368,7 +374,10 @@ fn log_failure(policy: &str, result: &PolicyResult) {
         _ => return,
     };
     tracing::warn!(
-        policy,
+        policy = report.policy.as_str(),
+        dialect = report.dialect.as_str(),
+        binding = report.binding.as_deref(),
+        param = report.param.as_deref(),
         field = failure.field.as_str(),
         reason = failure.reason.as_str(),
         "{message}"

@@ -1,7 +1,8 @@
 //! `graft serve` running a MutatingAdmissionPolicy whose binding reads a parameter object
 //! from `--params FILE`: over real TLS, the parameter's value lands in the patch, and a
 //! request whose namespace has no parameter object is denied as the binding's
-//! `parameterNotFoundAction: Deny` says, in the apiserver's words.
+//! `parameterNotFoundAction: Deny` says, in the apiserver's words; the metrics name the
+//! dialect.
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -116,6 +117,14 @@ async fn a_binding_reads_its_parameter_object_from_the_params_file() -> Result {
             answer["response"]["status"]["message"],
             "policy 'team-label' with binding 'team-label-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction",
         );
+        // Metrics name the dialect; a MAP's runs are counted per binding and parameter.
+        let (_, metrics) = get(server.running.metrics_addr, "/metrics").await?;
+        for line in [
+            "graft_policy_evaluations_total{policy=\"team-label\",dialect=\"MutatingAdmissionPolicy\",result=\"applied\"} 1",
+            "graft_policy_evaluations_total{policy=\"team-label\",dialect=\"MutatingAdmissionPolicy\",result=\"failed\"} 1",
+        ] {
+            assert!(metrics.lines().any(|l| l == line), "no {line} in\n{metrics}");
+        }
         server.shutdown().await
     })
     .await?
