@@ -6,7 +6,8 @@
 //! (policies, reviews). `review_loop handwritten 2000` runs the hand-written webhook's
 //! review (`support/handwritten_review.rs`) instead: the baseline in instructions.
 //! `review_loop 100 2000 multus` has only the Multus policy of the set match the pod: the
-//! hand-written webhook's work.
+//! hand-written webhook's work; `multus-map` the same with the Multus example written as
+//! a MutatingAdmissionPolicy (`policies/map/multus-networks.yaml`).
 #![forbid(unsafe_code)]
 
 use std::hint::black_box;

@@ -16,6 +16,8 @@ pub const REALISTIC_REVIEW: &str = include_str!("../fixtures/pod-create-realisti
 
 /// The example policies whose shapes the matching policies take, verbatim.
 const MULTUS: &str = include_str!("../../policies/multus-networks.yaml");
+/// The Multus example as a MutatingAdmissionPolicy and its binding.
+const MULTUS_MAP: &str = include_str!("../../policies/map/multus-networks.yaml");
 const SIDECAR: &str = include_str!("../../policies/sidecar-injection.yaml");
 const STATEFULSET: &str = include_str!("../../policies/statefulset-node-selector.yaml");
 
@@ -46,12 +48,22 @@ spec:
 "#;
 
 /// The realistic pod's namespace, `dynamo-system`, labelled for sidecar injection (the
-/// sidecar example's `namespaceSelector`), as the server's namespace cache would hold it.
+/// sidecar example's `namespaceSelector`) and with its name label (the Multus
+/// MutatingAdmissionPolicy's binding selects it), as the server's namespace cache would
+/// hold it.
 pub fn namespaces() -> graft::namespaces::NamespaceMap {
     graft::namespaces::NamespaceMap::new(
         [graft::namespaces::Namespace {
             name: "dynamo-system".to_string(),
-            labels: [("sidecar-injection".to_string(), "enabled".to_string())].into(),
+            labels: [
+                ("sidecar-injection".to_string(), "enabled".to_string()),
+                // Every namespace carries its name as this label (the apiserver sets it).
+                (
+                    "kubernetes.io/metadata.name".to_string(),
+                    "dynamo-system".to_string(),
+                ),
+            ]
+            .into(),
             annotations: Default::default(),
         }],
         "the benchmark's namespaces",
@@ -166,15 +178,20 @@ pub enum Matching {
     /// Only the Multus policy: the hand-written webhook's work
     /// (`examples/handwritten_webhook.rs`), one patch operation.
     Multus,
+    /// Only the Multus example written as a MutatingAdmissionPolicy: the same patch
+    /// operation, through the second dialect.
+    MultusAdmissionPolicy,
 }
 
 impl Matching {
-    /// The command-line argument for it: none for [`Matching::All`], `multus`.
+    /// The command-line argument for it: none for [`Matching::All`], `multus`,
+    /// `multus-map`.
     pub fn from_argument(argument: Option<&str>) -> Result<Matching, String> {
         match argument {
             None => Ok(Matching::All),
             Some("multus") => Ok(Matching::Multus),
-            Some(other) => Err(format!("`multus` or nothing, not {other:?}")),
+            Some("multus-map") => Ok(Matching::MultusAdmissionPolicy),
+            Some(other) => Err(format!("`multus`, `multus-map` or nothing, not {other:?}")),
         }
     }
 }
@@ -186,15 +203,19 @@ pub fn set_yaml(total: usize) -> String {
 
 /// The YAML of a set of `total` policies: the `matching` ones first, the rest generated.
 pub fn set_yaml_matching(total: usize, matching: Matching) -> String {
-    let count = match matching {
-        Matching::All => self::matching().len(),
-        Matching::Multus => 1,
+    let mut documents: Vec<String> = match matching {
+        Matching::All => self::matching()
+            .iter()
+            .take(total)
+            .map(|text| text.to_string())
+            .collect(),
+        Matching::Multus => self::matching()
+            .iter()
+            .take(1.min(total))
+            .map(|text| text.to_string())
+            .collect(),
+        Matching::MultusAdmissionPolicy => vec![MULTUS_MAP.to_string()],
     };
-    let mut documents: Vec<String> = self::matching()
-        .iter()
-        .take(count.min(total))
-        .map(|text| text.to_string())
-        .collect();
     for i in 0..total.saturating_sub(documents.len()) {
         documents.push(non_matching(i));
     }

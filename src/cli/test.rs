@@ -174,6 +174,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
         }
         for result in results {
+            if let Some(note) = &result.note {
+                stdout.line(format_args!(
+                    "NOTE {}: {}: {note}",
+                    result.suite, result.case
+                ))?;
+            }
             match (result.failure, result.update) {
                 (None, _) => {
                     passed += 1;
@@ -244,6 +250,9 @@ pub struct CaseResult {
     pub failure: Option<String>,
     /// For a failing case whose only problem is its expectation: the one it would pass.
     pub update: Option<serde_json::Map<String, Value>>,
+    /// Worth saying, passed or not: a second review would change the object again
+    /// (only MutatingAdmissionPolicies may do that; MAP does not require convergence).
+    pub note: Option<String>,
 }
 
 /// The namespaces and parameter objects given on the command line, for the suites that
@@ -297,13 +306,14 @@ pub fn run_suite_file_with(file: &Path, shared: &Shared) -> anyhow::Result<Vec<C
         .iter()
         .map(|case| {
             let source = admission::ClusterSource { namespaces, params };
-            let (failure, update) = run_case(case, base, &set, source)
+            let outcome = run_case(case, base, &set, source)
                 .with_context(|| format!("{}: case {:?}", file.display(), case.name))?;
             Ok(CaseResult {
                 suite: suite.metadata.name.clone(),
                 case: case.name.clone(),
-                failure,
-                update,
+                failure: outcome.failure,
+                update: outcome.update,
+                note: outcome.note,
             })
         })
         .collect()
@@ -371,7 +381,11 @@ fn suite_params(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<ParamObj
 }
 
 /// The failure of a case (`None` when it passed), and the expectation it would pass.
-type CaseOutcome = (Option<String>, Option<serde_json::Map<String, Value>>);
+struct CaseOutcome {
+    failure: Option<String>,
+    update: Option<serde_json::Map<String, Value>>,
+    note: Option<String>,
+}
 
 fn run_case(
     case: &Case,
@@ -384,6 +398,14 @@ fn run_case(
     // The evaluation, and the invariants every evaluation holds (checked last, so that a
     // case whose only problems are its expectations can have them rewritten).
     let checked = admission::check::check(&request, set, source);
+    let note = checked.second_review.as_ref().map(|patch| {
+        format!(
+            "a second review would change the object again ({}): the MutatingAdmissionPolicies \
+             do not converge, which MAP allows; with reinvocationPolicy IfNeeded the apiserver \
+             runs them at most twice",
+            super::lint::counted(patch.0.len(), "patch operation", "patch operations")
+        )
+    });
     let evaluation = checked.evaluation;
     // Converted to JSON once: the expectations, the patch check and an update read it.
     let mutated = evaluation.mutated();
@@ -419,7 +441,11 @@ fn run_case(
     let expectation_problems = problems.len();
     problems.extend(checked.problems);
     if problems.is_empty() {
-        return Ok((None, None));
+        return Ok(CaseOutcome {
+            failure: None,
+            update: None,
+            note,
+        });
     }
     // Only a case whose policies behave (the patch applies, a second pass is empty)
     // gets a new expectation.
@@ -438,7 +464,11 @@ fn run_case(
     } else {
         None
     };
-    Ok((Some(problems.join("\n")), update))
+    Ok(CaseOutcome {
+        failure: Some(problems.join("\n")),
+        update,
+        note,
+    })
 }
 
 fn case_request(case: &Case, base: &Path) -> anyhow::Result<AdmissionRequest<'static>> {

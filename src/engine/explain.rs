@@ -136,67 +136,83 @@ fn admission_explanations(
             explained.push(explanation(None, None, not_matched(why)));
             continue;
         }
-        if let Some(why) = explainer
-            .admission
-            .remove(&(policy.name.clone(), None, None))
+        let reports: Vec<&super::PolicyReport> = evaluation
+            .policies
+            .iter()
+            .filter(|report| {
+                report.dialect == Dialect::MutatingAdmissionPolicy && report.policy == policy.name
+            })
+            .collect();
+        // What ran is told first: a pass that skipped what another pass ran (the object
+        // changed in between) does not hide it.
+        if reports.is_empty()
+            && let Some(why) = explainer.policy_skips.remove(&policy.name)
         {
             explained.push(explanation(None, None, not_matched(why)));
             continue;
         }
         // A policy whose match constraints could not be evaluated failed as a whole.
-        if let Some(report) = evaluation.policies.iter().rfind(|report| {
-            report.dialect == Dialect::MutatingAdmissionPolicy
-                && report.policy == policy.name
-                && report.binding.is_none()
-        }) {
+        if let Some(report) = reports.iter().rfind(|report| report.binding.is_none()) {
             let verdict = Verdict::Matched(report.result.clone());
             explained.push(explanation(None, None, verdict));
             continue;
         }
         let mut any = false;
         for binding in &policy.bindings {
-            let key = (policy.name.clone(), Some(binding.name.clone()), None);
-            if let Some(why) = explainer.admission.remove(&key) {
+            let bound: Vec<&&super::PolicyReport> = reports
+                .iter()
+                .filter(|report| report.binding.as_deref() == Some(binding.name.as_str()))
+                .collect();
+            let binding_key = (policy.name.clone(), binding.name.clone());
+            if bound.is_empty()
+                && let Some(why) = explainer.binding_skips.remove(&binding_key)
+            {
                 explained.push(explanation(Some(&binding.name), None, not_matched(why)));
                 any = true;
                 continue;
             }
-            // Each invocation of the binding, as the evaluation reports it (its latest
-            // result, when a second pass ran it again), or as the observer saw it skipped.
-            let mut invocations: Vec<(Option<String>, Verdict)> = Vec::new();
-            for report in evaluation.policies.iter().filter(|report| {
-                report.dialect == Dialect::MutatingAdmissionPolicy
-                    && report.policy == policy.name
-                    && report.binding.as_deref() == Some(binding.name.as_str())
-            }) {
-                let patch = explainer.invocation_patches.remove(&(
-                    policy.name.clone(),
-                    Some(binding.name.clone()),
-                    report.param.clone(),
-                ));
-                let verdict = match (&report.result, patch) {
-                    (PolicyResult::Applied, Some(patch)) => Verdict::Applied { patch },
-                    (result, _) => Verdict::Matched(result.clone()),
-                };
-                invocations.retain(|(param, _)| *param != report.param);
-                invocations.push((report.param.clone(), verdict));
+            // Each invocation of the binding: over both passes, what the request saw (a
+            // failure over a change, a change over none), with the operations of every
+            // run that changed the object; or why it did not run.
+            let mut invocations: Vec<(Option<String>, PolicyResult)> = Vec::new();
+            for report in bound {
+                match invocations
+                    .iter_mut()
+                    .find(|(param, _)| *param == report.param)
+                {
+                    Some((_, result)) if weight(&report.result) >= weight(result) => {
+                        *result = report.result.clone();
+                    }
+                    Some(_) => {}
+                    None => invocations.push((report.param.clone(), report.result.clone())),
+                }
             }
-            let skipped: Vec<_> = explainer
-                .admission
-                .keys()
-                .filter(|(name, bound, _)| {
-                    *name == policy.name && bound.as_deref() == Some(binding.name.as_str())
+            let mut verdicts: Vec<(Option<String>, Verdict)> = invocations
+                .into_iter()
+                .map(|(param, result)| {
+                    let key = (policy.name.clone(), binding.name.clone(), param.clone());
+                    let patch = explainer.invocation_patches.remove(&key);
+                    let verdict = match (result, patch) {
+                        (PolicyResult::Applied, Some(patch)) => Verdict::Applied { patch },
+                        (result, _) => Verdict::Matched(result),
+                    };
+                    (param, verdict)
                 })
+                .collect();
+            let skipped: Vec<_> = explainer
+                .invocation_skips
+                .keys()
+                .filter(|(name, bound, _)| *name == policy.name && *bound == binding.name)
                 .cloned()
                 .collect();
             for key in skipped {
-                if let Some(why) = explainer.admission.remove(&key)
-                    && !invocations.iter().any(|(param, _)| *param == key.2)
+                if let Some(why) = explainer.invocation_skips.remove(&key)
+                    && !verdicts.iter().any(|(param, _)| *param == key.2)
                 {
-                    invocations.push((key.2.clone(), not_matched(why)));
+                    verdicts.push((key.2.clone(), not_matched(why)));
                 }
             }
-            for (param, verdict) in invocations {
+            for (param, verdict) in verdicts {
                 explained.push(explanation(Some(&binding.name), param.as_deref(), verdict));
                 any = true;
             }
@@ -207,6 +223,17 @@ fn admission_explanations(
         }
     }
     explained
+}
+
+/// How much a result of one run says about an invocation that ran twice: a failure
+/// decided the request, a change shows in the object, and no change says least.
+fn weight(result: &PolicyResult) -> u8 {
+    match result {
+        PolicyResult::Unchanged => 0,
+        PolicyResult::Applied | PolicyResult::Audited { .. } => 1,
+        PolicyResult::Ignored(_) => 2,
+        PolicyResult::Failed(_) => 3,
+    }
 }
 
 /// Why no binding of a bound MutatingAdmissionPolicy was looked at.
@@ -257,15 +284,27 @@ struct Explainer {
     /// The object before the policy now running, to diff against after it.
     before: Option<Tree<'static>>,
     looks: HashMap<String, Look>,
-    /// Why a MutatingAdmissionPolicy (binding `None`), a binding (parameter `None`) or an
-    /// invocation did not run, by (policy, binding, parameter).
-    admission: HashMap<AdmissionKey, String>,
-    /// What each invocation changed, by (policy, binding, parameter).
-    invocation_patches: HashMap<(String, Option<String>, Option<String>), tree::Patch<'static>>,
+    /// Why a MutatingAdmissionPolicy's match constraints kept the request out, by policy
+    /// (the first pass's reason: each pass asks again).
+    policy_skips: HashMap<String, String>,
+    /// Why a binding did not run (its match resources, no parameter objects), by
+    /// (policy, binding).
+    binding_skips: HashMap<(String, String), String>,
+    /// Why an invocation did not run (its match conditions, a second pass it was not
+    /// due in), by (policy, binding, parameter).
+    invocation_skips: HashMap<InvocationKey, String>,
+    /// What each invocation changed, over both passes, by (policy, binding, parameter).
+    invocation_patches: HashMap<InvocationKey, tree::Patch<'static>>,
+}
+
+/// Where a skip was decided: for a whole binding, or for one invocation.
+enum Level {
+    Binding,
+    Invocation,
 }
 
 /// (policy, binding, parameter object).
-type AdmissionKey = (String, Option<String>, Option<String>);
+type InvocationKey = (String, String, Option<String>);
 
 impl AdmissionObserver for Explainer {
     fn skipped(
@@ -287,6 +326,10 @@ impl AdmissionObserver for Explainer {
                 .find(|bound| bound.name == binding)
                 .and_then(|bound| bound.match_resources.as_ref()),
         };
+        let why_level = match why {
+            Skip::NotMatched(_) | Skip::NoParams => Level::Binding,
+            Skip::ConditionFalse(_) | Skip::ConditionsFailed(_) | Skip::NotDue => Level::Invocation,
+        };
         let text = match why {
             Skip::NotMatched(mismatch) => mismatch_text(&field, resources, mismatch),
             Skip::NoParams => {
@@ -298,12 +341,27 @@ impl AdmissionObserver for Explainer {
             }
             Skip::NotDue => "the second pass runs only what the object changed after".to_string(),
         };
-        let key = (
-            policy.name.clone(),
-            binding.map(str::to_string),
-            param.map(str::to_string),
-        );
-        self.admission.insert(key, text);
+        // The first reason is kept: the second pass's "not due" says less than why the
+        // first pass skipped.
+        match (binding, &why_level) {
+            (None, _) => {
+                self.policy_skips.entry(policy.name.clone()).or_insert(text);
+            }
+            (Some(binding), Level::Binding) => {
+                self.binding_skips
+                    .entry((policy.name.clone(), binding.to_string()))
+                    .or_insert(text);
+            }
+            (Some(binding), Level::Invocation) => {
+                self.invocation_skips
+                    .entry((
+                        policy.name.clone(),
+                        binding.to_string(),
+                        param.map(str::to_string),
+                    ))
+                    .or_insert(text);
+            }
+        }
     }
 
     fn before_invocation(&mut self, object: &Tree<'_>) {
@@ -316,12 +374,17 @@ impl AdmissionObserver for Explainer {
             .as_ref()
             .map(|before| tree::diff(before, object).into_static())
             .unwrap_or_default();
-        let key = (
-            report.policy.clone(),
-            report.binding.clone(),
-            report.param.clone(),
-        );
-        self.invocation_patches.insert(key, patch);
+        let Some(binding) = &report.binding else {
+            return;
+        };
+        let key = (report.policy.clone(), binding.clone(), report.param.clone());
+        // A second run's operations follow the first's: together they take the object
+        // from before the first run to after the second.
+        self.invocation_patches
+            .entry(key)
+            .or_default()
+            .0
+            .extend(patch.0);
     }
 }
 

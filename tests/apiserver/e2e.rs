@@ -142,8 +142,33 @@ pub struct Cluster {
     etcd: Option<Proc>,
 }
 
+/// What a test binary asks of its apiserver beyond the defaults.
+pub struct ClusterConfig<'a> {
+    /// `--enable-admission-plugins`.
+    pub enable_admission: &'a str,
+    /// `--disable-admission-plugins`, if any.
+    pub disable_admission: Option<&'a str>,
+    /// More lines of the token file (`token,user,uid,"group,..."`).
+    pub extra_tokens: &'a [&'a str],
+}
+
+impl Default for ClusterConfig<'_> {
+    fn default() -> Self {
+        ClusterConfig {
+            enable_admission: "NamespaceLifecycle,ServiceAccount,\
+                               MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+            disable_admission: None,
+            extra_tokens: &[],
+        }
+    }
+}
+
 impl Cluster {
     pub fn start(assets: &Path) -> Result<Cluster> {
+        Cluster::start_with(assets, &ClusterConfig::default())
+    }
+
+    pub fn start_with(assets: &Path, config: &ClusterConfig<'_>) -> Result<Cluster> {
         let dir = tempfile::Builder::new().prefix("graft-e2e-").tempdir()?;
         let root = dir.path();
         let pki = Pki::new("graft-e2e-apiserver-ca")?;
@@ -159,7 +184,12 @@ impl Cluster {
             root.join("tokens.csv"),
             format!(
                 "{ADMIN_TOKEN},graft-e2e-admin,1,\"system:masters\"\n\
-                 {NOBODY_TOKEN},graft-e2e-nobody,2\n"
+                 {NOBODY_TOKEN},graft-e2e-nobody,2\n{}",
+                config
+                    .extra_tokens
+                    .iter()
+                    .map(|line| format!("{line}\n"))
+                    .collect::<String>()
             ),
         )?;
 
@@ -180,28 +210,31 @@ impl Cluster {
             root.join("etcd.log"),
         )?;
         let path = |name: &str| root.join(name).display().to_string();
+        let mut command = Command::new(assets.join("kube-apiserver"));
+        command.args([
+            format!("--etcd-servers={etcd_url}"),
+            "--bind-address=127.0.0.1".into(),
+            format!("--secure-port={apiserver_port}"),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--tls-cert-file={}", path("apiserver.crt")),
+            format!("--tls-private-key-file={}", path("apiserver.key")),
+            format!("--client-ca-file={}", path("ca.crt")),
+            format!("--token-auth-file={}", path("tokens.csv")),
+            "--authorization-mode=RBAC".into(),
+            format!("--service-account-key-file={}", path("sa.pub")),
+            format!("--service-account-signing-key-file={}", path("sa.key")),
+            "--service-account-issuer=https://kubernetes.default.svc".into(),
+            "--service-cluster-ip-range=10.96.0.0/24".into(),
+            "--endpoint-reconciler-type=none".into(),
+            format!("--enable-admission-plugins={}", config.enable_admission),
+            format!("--cert-dir={}", path("kas-certs")),
+        ]);
+        if let Some(disable) = config.disable_admission {
+            command.arg(format!("--disable-admission-plugins={disable}"));
+        }
         let apiserver = Proc::spawn(
             "kube-apiserver",
-            Command::new(assets.join("kube-apiserver")).args([
-                format!("--etcd-servers={etcd_url}"),
-                "--bind-address=127.0.0.1".into(),
-                format!("--secure-port={apiserver_port}"),
-                "--advertise-address=127.0.0.1".into(),
-                format!("--tls-cert-file={}", path("apiserver.crt")),
-                format!("--tls-private-key-file={}", path("apiserver.key")),
-                format!("--client-ca-file={}", path("ca.crt")),
-                format!("--token-auth-file={}", path("tokens.csv")),
-                "--authorization-mode=RBAC".into(),
-                format!("--service-account-key-file={}", path("sa.pub")),
-                format!("--service-account-signing-key-file={}", path("sa.key")),
-                "--service-account-issuer=https://kubernetes.default.svc".into(),
-                "--service-cluster-ip-range=10.96.0.0/24".into(),
-                "--endpoint-reconciler-type=none".into(),
-                "--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,\
-                 MutatingAdmissionWebhook,ValidatingAdmissionWebhook"
-                    .into(),
-                format!("--cert-dir={}", path("kas-certs")),
-            ]),
+            &mut command,
             root.join("kube-apiserver.log"),
         )?;
         let server = format!("https://127.0.0.1:{apiserver_port}");

@@ -165,3 +165,75 @@ fn params_and_the_input_cannot_both_be_standard_input() {
         stderr(&out)
     );
 }
+
+/// A MutatingAdmissionPolicy that changes the object on every run (a counter): a review
+/// runs it twice (`IfNeeded`), and a second review would change the object again, which
+/// `graft test` says in a note without failing the case, and `explain` shows both runs'
+/// operations under the policy.
+#[test]
+fn a_counter_that_never_converges_is_noted_not_failed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("counter.yaml"),
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: counter}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  reinvocationPolicy: IfNeeded
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: >
+          Object{data: {"count": string(int(object.?data.count.orValue("0")) + 1)}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: counter-binding}
+spec: {policyName: counter}
+"#,
+    )
+    .expect("write");
+    std::fs::write(dir.path().join("ns.yaml"), NAMESPACES).expect("write");
+    std::fs::write(
+        dir.path().join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("suite.yaml"),
+        "apiVersion: graft.dev/v1alpha1\nkind: PolicyTest\nmetadata: {name: counter}\nspec:\n  \
+         policies: [counter.yaml]\n  namespacesFile: ns.yaml\n  cases:\n    - name: runs twice\n      \
+         objectFile: cm.yaml\n      expect:\n        object:\n          apiVersion: v1\n          \
+         kind: ConfigMap\n          metadata: {name: c, namespace: ns}\n          data: {count: \"2\"}\n",
+    )
+    .expect("write");
+    let out = success_stdout(graft(dir.path(), &["test", "suite.yaml"]));
+    assert!(
+        out.contains(
+            "NOTE counter: runs twice: a second review would change the object again (1 patch operation)"
+        ),
+        "{out}"
+    );
+    assert!(out.ends_with("1 passed, 0 failed\n"), "{out}");
+    let explained = success_stdout(graft(
+        dir.path(),
+        &[
+            "explain",
+            "--policies",
+            "counter.yaml",
+            "--namespaces",
+            "ns.yaml",
+            "cm.yaml",
+        ],
+    ));
+    assert_eq!(
+        explained,
+        "ConfigMap ns/c (CREATE core/v1/configmaps): allowed, 1 patch operation\n  \
+         counter (binding counter-binding): applied\n      \
+         add /data = {\"count\":\"1\"}\n      \
+         replace /data/count = \"2\"\n"
+    );
+}

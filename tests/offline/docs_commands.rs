@@ -140,3 +140,41 @@ fn policy_guide_examples_are_valid_policies() {
         }
     }
 }
+
+#[test]
+fn mutating_admission_policy_guide_commands_work() {
+    let stdout = run_blocks("docs/mutating-admission-policy.md");
+    // (lint passing is the first block passing: its summary goes to stderr.)
+    assert!(stdout.contains("49 passed, 0 failed"), "{stdout}");
+    // apply: the sidecar, its volume and the status annotation.
+    assert!(
+        stdout
+            .contains(r#"{"op":"add","path":"/spec/containers/1","value":{"image":"nginx:1.12.2""#),
+        "{stdout}"
+    );
+    // review: the captured Multus worker, mutated by the MAP version.
+    assert!(
+        stdout.contains(r#""auditAnnotations":{"mutated-by":"multus-networks""#),
+        "{stdout}"
+    );
+    // explain: the binding named, and the selector that kept it out.
+    assert!(
+        stdout.contains(
+            "sidecar-injection (binding sidecar-injection-labelled-namespaces): not matched: binding sidecar-injection-labelled-namespaces matchResources.namespaceSelector: the namespace's labels do not meet sidecar-injection in (enabled), kubernetes.io/metadata.name notin (kube-system, kube-public)"
+        ),
+        "{stdout}"
+    );
+    // Two passes: IfNeeded sees graft's label, Never does not.
+    assert!(
+        stdout.contains(
+            r#"{"op":"add","path":"/metadata/annotations/example.com~1owner","value":"platform"}"#
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            r#"{"op":"add","path":"/metadata/annotations/example.com~1owner","value":"unknown"}"#
+        ),
+        "{stdout}"
+    );
+}

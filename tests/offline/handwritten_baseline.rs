@@ -201,3 +201,32 @@ fn the_same_work_set_of_100_policies_answers_the_realistic_pod_with_the_baseline
     assert_eq!(Some(&patch), patch_of(&handwritten).as_ref());
     assert_eq!(patch.as_array().map(Vec::len), Some(1), "{patch}");
 }
+
+/// The Multus example written as a MutatingAdmissionPolicy answers the realistic pod with
+/// the same patch, so `review_loop 100 N multus-map` measures the same work through the
+/// second dialect.
+#[test]
+fn the_multus_admission_policy_answers_the_realistic_pod_with_the_baselines_patch() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    policies::write_set_matching(dir.path(), 100, policies::Matching::MultusAdmissionPolicy)
+        .expect("write the set");
+    let set = match graft::policy::load_path(dir.path()) {
+        Ok(loaded) => loaded.set,
+        Err(findings) => panic!("{findings:?}"),
+    };
+    assert_eq!(set.admission_policies().len(), 1);
+    let body = serde_json::to_vec(&realistic_review()).expect("serialise");
+    let graft = graft::admission::review(
+        &body,
+        &set,
+        graft::admission::ClusterSource::namespaces(&policies::namespaces()),
+    )
+    .expect("graft reviews it");
+    assert_eq!(
+        graft.evaluation.applied().collect::<Vec<_>>(),
+        ["multus-networks"]
+    );
+    let handwritten = handwritten_review::review(&body).expect("the baseline reviews it");
+    let patch = patch_of(&graft.to_json().expect("the response serialises")).expect("a patch");
+    assert_eq!(Some(&patch), patch_of(&handwritten).as_ref());
+}
