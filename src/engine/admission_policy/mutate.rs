@@ -52,8 +52,13 @@ pub fn apply_configuration<'t>(
     };
     patch.insert("apiVersion", Tree::from(kind.api_version()));
     patch.insert("kind", Tree::from(kind.kind.clone()));
-    apply_configuration::apply(object, &Tree::from(patch), root)
-        .map_err(|error| MutationError::Policy(error.to_string()))
+    apply_configuration::apply(
+        object,
+        &Tree::from(patch),
+        root,
+        apply_configuration::Nulls::Cel,
+    )
+    .map_err(|error| MutationError::Policy(error.to_string()))
 }
 
 /// Applies a JSONPatch's operations to `object`: a failed `test` leaves the object as it

@@ -32,6 +32,7 @@ use std::fmt;
 
 use atom::atom;
 use validate::Duplicates;
+pub use validate::Nulls;
 
 use crate::k8s::schema::TypeRef;
 use crate::tree::Tree;
@@ -92,13 +93,15 @@ impl fmt::Display for ValidationErrors {
 }
 
 /// The object an ApplyConfiguration makes of `live`: `patch` is the configuration's value
-/// with `apiVersion` and `kind` set to the object's, and `root` the type of that kind.
+/// with `apiVersion` and `kind` set to the object's, and `root` the type of that kind;
+/// `nulls` what the patch's nulls are (a CEL result's, or JSON's in SMD's own tests).
 pub fn apply<'t>(
     live: &Tree<'t>,
     patch: &Tree<'t>,
     root: TypeRef<'_>,
+    nulls: Nulls,
 ) -> Result<Tree<'t>, ApplyError> {
-    let errors = validate::validate(patch, root, Duplicates::Refused);
+    let errors = validate::validate(patch, root, Duplicates::Refused, nulls);
     if !errors.is_empty() {
         return Err(ApplyError::InvalidPatch(ValidationErrors(errors)));
     }
@@ -107,7 +110,7 @@ pub fn apply<'t>(
     if !atomics.is_empty() {
         return Err(ApplyError::AtomicPaths(atomics));
     }
-    let errors = validate::validate(live, root, Duplicates::Allowed);
+    let errors = validate::validate(live, root, Duplicates::Allowed, Nulls::Json);
     if !errors.is_empty() {
         return Err(ApplyError::InvalidObject(ValidationErrors(errors)));
     }

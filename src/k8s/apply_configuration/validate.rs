@@ -15,6 +15,9 @@ use crate::k8s::go_text::{type_name, value_sharp_v, value_v};
 use crate::k8s::schema::TypeRef;
 use crate::tree::Tree;
 
+/// `%v` of SMD's value holding a `structpb.NullValue`, whose `String()` is its name.
+const CEL_NULL_V: &str = "&{NULL_VALUE}";
+
 /// Whether a set or keyed list may hold one key twice.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Duplicates {
@@ -22,13 +25,27 @@ pub(super) enum Duplicates {
     Allowed,
 }
 
+/// What a null in the value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nulls {
+    /// JSON's null, Go's nil: every type's value (a map, a list or a scalar left unset).
+    Json,
+    /// CEL's null, which the apiserver converts into Go's `structpb.NullValue` (the enum
+    /// `NULL_VALUE`, 0): no type's value, refused wherever it is. Every null of an
+    /// ApplyConfiguration's result is one, whether the expression wrote `null` or copied a
+    /// field of `object` that was null.
+    Cel,
+}
+
 /// Every error SMD finds in `value` as a `ty`, in its order.
 pub(super) fn validate(
     value: &Tree<'_>,
     ty: TypeRef<'_>,
     duplicates: Duplicates,
+    nulls: Nulls,
 ) -> Vec<ValidationError> {
     let mut walker = Walker {
+        nulls,
         duplicates,
         path: String::new(),
         errors: Vec::new(),
@@ -38,6 +55,7 @@ pub(super) fn validate(
 }
 
 struct Walker {
+    nulls: Nulls,
     duplicates: Duplicates,
     /// The path of the value being walked, as SMD writes it.
     path: String,
@@ -71,7 +89,20 @@ impl Walker {
     fn scalar(&mut self, value: &Tree<'_>, scalar: ScalarKind) {
         let value = value.resolved();
         let wrong = match (scalar, value) {
-            (_, Tree::Null) => None,
+            (_, Tree::Null) if self.nulls == Nulls::Json => None,
+            // `%T`, `%#v` and `%v` of a `structpb.NullValue`.
+            (ScalarKind::Numeric, Tree::Null) => {
+                Some("expected numeric (int or float), got structpb.NullValue".to_string())
+            }
+            (ScalarKind::String, Tree::Null) => {
+                Some("expected string, got &value.valueUnstructured{Value:0}".to_string())
+            }
+            (ScalarKind::Boolean, Tree::Null) => {
+                Some(format!("expected boolean, got {CEL_NULL_V}"))
+            }
+            (ScalarKind::Untyped, Tree::Null) => {
+                Some(format!("expected any scalar, got {CEL_NULL_V}"))
+            }
             (ScalarKind::Numeric, Tree::Number(_))
             | (ScalarKind::String, Tree::String(_))
             | (ScalarKind::Boolean, Tree::Bool(_)) => None,
@@ -95,7 +126,8 @@ impl Walker {
 
     fn map(&mut self, value: &Tree<'_>, map: MapAtom<'_>) {
         let entries = match value.resolved() {
-            Tree::Null => return,
+            Tree::Null if self.nulls == Nulls::Json => return,
+            Tree::Null => return self.error(format!("expected map, got {CEL_NULL_V}")),
             Tree::Map(entries) => entries,
             other => return self.error(format!("expected map, got {}", value_v(other))),
         };
@@ -116,7 +148,8 @@ impl Walker {
 
     fn list(&mut self, value: &Tree<'_>, list: ListAtom<'_>) {
         let items = match value.resolved() {
-            Tree::Null => return,
+            Tree::Null if self.nulls == Nulls::Json => return,
+            Tree::Null => return self.error(format!("expected list, got {CEL_NULL_V}")),
             Tree::List(items) => items,
             other => return self.error(format!("expected list, got {}", value_v(other))),
         };
@@ -125,6 +158,15 @@ impl Walker {
             let at = self.path.len();
             if matches!(list.relationship, ListRelationship::Atomic) {
                 self.path.push_str(&format!("[{index}]"));
+            } else if self.nulls == Nulls::Cel
+                && matches!(item.resolved(), Tree::Null)
+                && matches!(list.relationship, ListRelationship::Keyed(_))
+            {
+                // A `structpb.NullValue` is not SMD's null: to a keyed list, an item that
+                // is not a map.
+                return self.error(format!(
+                    "element {index}: associative list with keys may not have non-map elements"
+                ));
             } else {
                 let key = match item_key(&list, item) {
                     Ok(key) => key,

@@ -192,3 +192,54 @@ fn the_live_object_is_validated_with_duplicates_allowed() {
         Ok(json!({"metadata": {"finalizers": ["f", "f", "g"]}}))
     );
 }
+
+/// A CEL null in an ApplyConfiguration is Go's `structpb.NullValue` to the apiserver: no
+/// type's value, worded as SMD's `%T`, `%#v` and `%v` print it (the first two recorded
+/// from kube-apiserver v1.36.2, cases 102 and 103 of tests/conformance).
+#[test]
+fn a_cel_null_is_no_types_value() {
+    for (patch, message) in [
+        (
+            json!({"spec": {"activeDeadlineSeconds": null}}),
+            ".spec.activeDeadlineSeconds: expected numeric (int or float), got structpb.NullValue",
+        ),
+        (
+            json!({"metadata": {"labels": {"remove-me": null}}}),
+            ".metadata.labels.remove-me: expected string, got &value.valueUnstructured{Value:0}",
+        ),
+        (
+            json!({"spec": {"hostNetwork": null}}),
+            ".spec.hostNetwork: expected boolean, got &{NULL_VALUE}",
+        ),
+        (
+            json!({"spec": {"affinity": null}}),
+            ".spec.affinity: expected map, got &{NULL_VALUE}",
+        ),
+        (
+            json!({"spec": {"containers": [{"name": "a"}, null]}}),
+            ".spec.containers: element 1: associative list with keys may not have non-map elements",
+        ),
+    ] {
+        let refused = apply(
+            &Tree::from(json!({})),
+            &Tree::from(&patch),
+            pod(),
+            Nulls::Cel,
+        )
+        .map(|merged| merged.to_value())
+        .expect_err("refused")
+        .to_string();
+        assert_eq!(refused, format!("{INVALID}{message}"), "{patch}");
+        // The same nulls from JSON are every type's value; a keyed list's item is no
+        // type's value but a map.
+        match run(json!({}), patch.clone()) {
+            Ok(_) => {}
+            Err(error) => assert_eq!(
+                error,
+                format!(
+                    "{INVALID}.spec.containers: element 1: associative list with keys may not have a null element"
+                )
+            ),
+        }
+    }
+}
