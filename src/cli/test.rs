@@ -340,20 +340,10 @@ fn check_cases(cases: &[Case]) -> anyhow::Result<()> {
 /// The suite's own namespaces, inline and from `namespacesFile`; `None` when it lists
 /// none.
 fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<NamespaceMap>> {
-    if spec.namespaces.is_empty() && spec.namespaces_file.is_none() {
+    let Some(list) = suite_objects(&spec.namespaces, spec.namespaces_file.as_deref(), base)? else {
         return Ok(None);
-    }
-    // One document list, so inline and file namespaces are checked alike (a name given
-    // twice across the two is an error).
-    let mut objects = spec.namespaces.clone();
-    if let Some(path) = &spec.namespaces_file {
-        let path = base.join(path);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        objects.extend(read_objects(&text).with_context(|| format!("reading {}", path.display()))?);
-    }
-    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
-    let namespaces = namespaces::read_namespaces(&serde_json::to_string(&list)?)?;
+    };
+    let namespaces = namespaces::read_namespaces(&list)?;
     Ok(Some(NamespaceMap::new(
         namespaces,
         "the suite's namespaces",
@@ -363,21 +353,32 @@ fn suite_namespaces(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<Name
 /// The suite's own parameter objects, inline and from `paramsFile`; `None` when it lists
 /// none.
 fn suite_params(spec: &SuiteSpec, base: &Path) -> anyhow::Result<Option<ParamObjects>> {
-    if spec.params.is_empty() && spec.params_file.is_none() {
+    let Some(list) = suite_objects(&spec.params, spec.params_file.as_deref(), base)? else {
+        return Ok(None);
+    };
+    Ok(Some(crate::params::read_params(&list)?))
+}
+
+/// Objects a suite lists inline and in a file relative to it, as one `kind: List` text,
+/// so that both are checked alike (an object given twice across the two is an error);
+/// `None` when it lists none.
+fn suite_objects(
+    inline: &[Value],
+    file: Option<&Path>,
+    base: &Path,
+) -> anyhow::Result<Option<String>> {
+    if inline.is_empty() && file.is_none() {
         return Ok(None);
     }
-    // One document list, so inline and file objects are checked alike.
-    let mut objects = spec.params.clone();
-    if let Some(path) = &spec.params_file {
+    let mut objects = inline.to_vec();
+    if let Some(path) = file {
         let path = base.join(path);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         objects.extend(read_objects(&text).with_context(|| format!("reading {}", path.display()))?);
     }
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
-    Ok(Some(crate::params::read_params(&serde_json::to_string(
-        &list,
-    )?)?))
+    Ok(Some(serde_json::to_string(&list)?))
 }
 
 /// The failure of a case (`None` when it passed), and the expectation it would pass.
