@@ -1,11 +1,13 @@
-//! The latency of creating a pod through a real kube-apiserver, four ways, one after
-//! the other in rounds on one cluster: (a) no mutation, (b) the Multus example as a
+//! The latency of creating a pod through a real kube-apiserver, five ways, taking turns
+//! in rounds on one cluster: (a) no mutation, (b) the Multus example as a
 //! MutatingAdmissionPolicy run in-tree by the apiserver, (c) the same MAP run by `graft
-//! serve` as the webhook, (d) the Multus example as graft's own policy. Each way creates
-//! the realistic GPU worker pod (`benches/fixtures/pod-create-realistic.json`) `CREATES`
-//! times (default 2,000), one at a time, in four rounds that take turns (100 unmeasured
-//! creates each first), and checks that every stored pod carries the annotation exactly
-//! when a mutation was installed. It also prints graft's own mean time per review.
+//! serve` as the webhook, (d) the Multus example as graft's own policy, (e) graft called
+//! as the webhook with nothing to do (the MAP's binding selects no namespace): the
+//! webhook's round trip alone. Each way creates the realistic GPU worker pod
+//! (`benches/fixtures/pod-create-realistic.json`) `CREATES` times (default 2,000), one
+//! at a time, in four rounds (100 unmeasured creates each first), and checks that every
+//! stored pod carries the annotation exactly when a mutation was installed. It also
+//! prints graft's own mean time per review.
 //!
 //! `KUBEBUILDER_ASSETS=... cargo bench --bench pod_create_latency`; `PIN=1` puts etcd,
 //! kube-apiserver and graft on CPU 0 and this process (the client) on CPU 1 (`taskset`).
@@ -80,11 +82,25 @@ fn run(cluster: &Cluster, creates: usize, pin: bool) -> Result {
     if pin {
         pin_processes()?;
     }
-    // Both grafts run throughout; a way is installed only while it is measured.
+    // The grafts run throughout; a way is installed only while it is measured. The idle
+    // one runs the MAP with its binding pointed at a namespace that does not exist: the
+    // apiserver calls it for every pod, and it answers each with no patch.
+    let map_text = std::fs::read_to_string(&map_file)?;
+    let idle_text = map_text.replace(
+        "kubernetes.io/metadata.name: dynamo-system",
+        "kubernetes.io/metadata.name: no-such-namespace",
+    );
+    if idle_text == map_text {
+        return Err("the MAP example's binding no longer selects dynamo-system by name".into());
+    }
     let mut grafts = Vec::new();
-    for (name, file) in [("map", &map_file), ("native", &native_file)] {
+    for (name, text) in [
+        ("map", map_text.clone()),
+        ("native", std::fs::read_to_string(&native_file)?),
+        ("idle", idle_text),
+    ] {
         let policies = tempfile::tempdir()?;
-        std::fs::copy(file, policies.path().join("multus-networks.yaml"))?;
+        std::fs::write(policies.path().join("multus-networks.yaml"), text)?;
         let graft = Graft::start(&GraftOptions {
             name,
             policies: policies.path(),
@@ -101,17 +117,23 @@ fn run(cluster: &Cluster, creates: usize, pin: bool) -> Result {
     if pin {
         pin_processes()?;
     }
-    let map_text = std::fs::read_to_string(&map_file)?;
-    let ways: [(&str, Install); 4] = [
-        ("(a) no mutation", Install::Nothing),
-        ("(b) MAP in-tree", Install::Objects(map_text.clone())),
+    let ways: [(&str, Install, bool); 5] = [
+        ("(a) no mutation", Install::Nothing, false),
+        ("(b) MAP in-tree", Install::Objects(map_text.clone()), true),
         (
             "(c) MAP in graft",
             Install::Objects(grafts[0].1.to_string()),
+            true,
         ),
         (
             "(d) graft's own policy",
             Install::Objects(grafts[1].1.to_string()),
+            true,
+        ),
+        (
+            "(e) graft called, nothing to do",
+            Install::Objects(grafts[2].1.to_string()),
+            false,
         ),
     ];
     // Rounds alternate the ways, so that a slower cluster later in the run (more pods
@@ -120,8 +142,8 @@ fn run(cluster: &Cluster, creates: usize, pin: bool) -> Result {
     let per_round = creates.div_ceil(ROUNDS);
     let mut sequence = 0usize;
     for round in 0..ROUNDS {
-        for (index, (label, install)) in ways.iter().enumerate() {
-            let mutated = matches!(install, Install::Objects(_));
+        for (index, (label, install, mutated)) in ways.iter().enumerate() {
+            let mutated = *mutated;
             if let Install::Objects(objects) = install {
                 cluster.kubectl_with_input(&["apply", "-f", "-"], Some(objects))?;
             }
@@ -167,7 +189,7 @@ fn run(cluster: &Cluster, creates: usize, pin: bool) -> Result {
     runtime.block_on(pods.delete_collection(&DeleteParams::default(), &Default::default()))?;
     let rows: Vec<(&str, Vec<Duration>)> = ways
         .iter()
-        .map(|(label, _)| *label)
+        .map(|(label, _, _)| *label)
         .zip(latencies)
         .collect();
 
@@ -193,15 +215,17 @@ fn run(cluster: &Cluster, creates: usize, pin: bool) -> Result {
         );
     }
     println!(
-        "\ngraft's own time per review (graft_admission_duration_seconds, mean): (c) {}, (d) {}",
+        "\ngraft's own time per review (graft_admission_duration_seconds, mean): (c) {}, (d) {}, (e) {}",
         ms(Duration::from_secs_f64(review_seconds[0])),
         ms(Duration::from_secs_f64(review_seconds[1])),
+        ms(Duration::from_secs_f64(review_seconds[2])),
     );
     println!(
-        "\n(c) / (b) at p50: {:.2}x; (d) / (b): {:.2}x; (b) / (a): {:.2}x",
+        "\nat p50: (c) / (b) {:.2}x; (d) / (b) {:.2}x; (b) / (a) {:.2}x; (e) / (a) {:.2}x",
         p50[2].as_secs_f64() / p50[1].as_secs_f64(),
         p50[3].as_secs_f64() / p50[1].as_secs_f64(),
         p50[1].as_secs_f64() / p50[0].as_secs_f64(),
+        p50[4].as_secs_f64() / p50[0].as_secs_f64(),
     );
     Ok(())
 }
