@@ -67,20 +67,13 @@ fn compile_sources(
     for document in &parsed {
         let name = document.document.metadata.name.as_str();
         if let Some(first) = first_seen.get(name) {
-            findings.push(
-                Finding::error(
-                    &document.file,
-                    format!(
-                        "duplicate policy name: also defined at {}:{}",
-                        first.file.display(),
-                        first.first_line
-                    ),
-                )
-                .at_line(Some(document.first_line))
-                .in_policy(name)
-                .at_field("metadata.name")
-                .with_hint("policy names must be unique across all files"),
-            );
+            findings.push(duplicate_name(
+                (&document.file, document.first_line),
+                name,
+                first,
+                "also defined at",
+                "policy names must be unique across all files",
+            ));
             continue;
         }
         first_seen.insert(name, document);
@@ -95,20 +88,13 @@ fn compile_sources(
     // name policies by name alone.
     for policy in &admission {
         if let Some(first) = first_seen.get(policy.name.as_str()) {
-            findings.push(
-                Finding::error(
-                    &policy.file,
-                    format!(
-                        "duplicate policy name: a MutationPolicy of this name is defined at {}:{}",
-                        first.file.display(),
-                        first.first_line
-                    ),
-                )
-                .at_line(Some(policy.first_line))
-                .in_policy(policy.name.clone())
-                .at_field("metadata.name")
-                .with_hint("policy names must be unique across all files and both kinds"),
-            );
+            findings.push(duplicate_name(
+                (&policy.file, policy.first_line),
+                &policy.name,
+                first,
+                "a MutationPolicy of this name is defined at",
+                "policy names must be unique across all files and both kinds",
+            ));
         }
     }
     if findings.iter().any(Finding::is_error) {
@@ -143,6 +129,28 @@ fn revision_of(sources: &[load::Source]) -> String {
     let digest = hasher.finalize();
     let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
+}
+
+/// The finding for the policy at `at` named `name`, which the one at `first` already is.
+fn duplicate_name(
+    at: (&Path, usize),
+    name: &str,
+    first: &load::ParsedDocument,
+    defined: &str,
+    hint: &str,
+) -> Finding {
+    Finding::error(
+        at.0,
+        format!(
+            "duplicate policy name: {defined} {}:{}",
+            first.file.display(),
+            first.first_line
+        ),
+    )
+    .at_line(Some(at.1))
+    .in_policy(name)
+    .at_field("metadata.name")
+    .with_hint(hint)
 }
 
 /// The webhook rules that cover exactly what the policy set can match: one per
