@@ -254,17 +254,19 @@ impl Watched {
     }
 }
 
-/// Runs `on_change` after every debounced change until `shutdown` flips to true or the
-/// watcher ends: the loop every reloader needs.
-pub fn run_until_shutdown<F, Fut>(
+/// Runs `on_change` on `reloader` after every debounced change until `shutdown` flips to
+/// true or the watcher ends: the loop every reloader needs.
+pub fn run_until_shutdown<R, Fut>(
     mut watcher: Watcher,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
-    mut on_change: F,
+    reloader: R,
+    on_change: fn(std::sync::Arc<R>) -> Fut,
 ) -> tokio::task::JoinHandle<()>
 where
-    F: FnMut() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
+    R: Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
 {
+    let reloader = std::sync::Arc::new(reloader);
     tokio::spawn(async move {
         loop {
             // The shutdown branch's guard must be gone before `on_change` is awaited.
@@ -275,7 +277,7 @@ where
             if !changed {
                 break;
             }
-            on_change().await;
+            on_change(reloader.clone()).await;
         }
     })
 }

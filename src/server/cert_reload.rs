@@ -38,10 +38,8 @@ impl CertReloader {
 
     /// Reloads after every change `watcher` reports until `shutdown` flips to true.
     pub fn spawn(self, watcher: Watcher, shutdown: watch::Receiver<bool>) -> JoinHandle<()> {
-        let reloader = Arc::new(self);
-        crate::watch::run_until_shutdown(watcher, shutdown, move || {
-            let reloader = reloader.clone();
-            async move { reloader.reload() }
+        crate::watch::run_until_shutdown(watcher, shutdown, self, |reloader| async move {
+            reloader.reload()
         })
     }
 

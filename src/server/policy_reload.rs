@@ -64,12 +64,8 @@ impl PolicyReloader {
 
     /// Reloads after every change reported by `watcher` until `shutdown` flips to true.
     pub fn spawn(self, watcher: Watcher, shutdown: watch::Receiver<bool>) -> JoinHandle<()> {
-        let reloader = Arc::new(self);
-        crate::watch::run_until_shutdown(watcher, shutdown, move || {
-            let reloader = reloader.clone();
-            async move {
-                reloader.reload().await;
-            }
+        crate::watch::run_until_shutdown(watcher, shutdown, self, |reloader| async move {
+            reloader.reload().await;
         })
     }
 
