@@ -5,35 +5,11 @@
 
 use crate::support::cli::{graft, graft_piped, stderr, stdout, success_stdout};
 
-const POLICY: &str = r#"apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata:
-  name: team-label
-spec:
-  paramKind: {apiVersion: v1, kind: ConfigMap}
-  matchConstraints:
-    resourceRules:
-      - apiGroups: [""]
-        apiVersions: ["v1"]
-        operations: ["CREATE"]
-        resources: ["pods"]
-  reinvocationPolicy: Never
-  mutations:
-    - patchType: ApplyConfiguration
-      applyConfiguration:
-        expression: >
-          Object{metadata: Object.metadata{labels: {"team": params.data.team}}}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata:
-  name: team-label-binding
-spec:
-  policyName: team-label
-  paramRef:
-    name: team-defaults
-    parameterNotFoundAction: Deny
-"#;
+/// The policy and its binding: the team label from the ConfigMap `team-defaults` in the
+/// request's namespace, denied where there is none.
+fn policy() -> String {
+    crate::support::read("tests/fixtures/map-team-label.yaml")
+}
 
 const PARAMS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: team-defaults, namespace: ns}\ndata: {team: gpu-infra}\n";
 const NAMESPACES: &str = "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n";
@@ -44,7 +20,7 @@ fn workspace() -> tempfile::TempDir {
     let write = |name: &str, text: &str| {
         std::fs::write(dir.path().join(name), text).expect("write");
     };
-    write("map.yaml", POLICY);
+    write("map.yaml", &policy());
     write("params.yaml", PARAMS);
     write("ns.yaml", NAMESPACES);
     write("pod.yaml", POD);

@@ -177,28 +177,8 @@ fn a_body_without_a_review_is_refused() {
 
 #[test]
 fn the_same_work_set_of_100_policies_answers_the_realistic_pod_with_the_baselines_patch() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    policies::write_set_matching(dir.path(), 100, policies::Matching::Multus)
-        .expect("write the set");
-    let set = match graft::policy::load_path(dir.path()) {
-        Ok(loaded) => loaded.set,
-        Err(findings) => panic!("{findings:?}"),
-    };
+    let (set, patch) = same_work_answer(policies::Matching::Multus);
     assert_eq!(set.len(), 100);
-    let body = serde_json::to_vec(&realistic_review()).expect("serialise");
-    let graft = graft::admission::review(
-        &body,
-        &set,
-        graft::admission::ClusterSource::namespaces(&policies::namespaces()),
-    )
-    .expect("graft reviews it");
-    assert_eq!(
-        graft.evaluation.applied().collect::<Vec<_>>(),
-        ["multus-networks"]
-    );
-    let handwritten = handwritten_review::review(&body).expect("the baseline reviews it");
-    let patch = patch_of(&graft.to_json().expect("the response serialises")).expect("a patch");
-    assert_eq!(Some(&patch), patch_of(&handwritten).as_ref());
     assert_eq!(patch.as_array().map(Vec::len), Some(1), "{patch}");
 }
 
@@ -207,14 +187,19 @@ fn the_same_work_set_of_100_policies_answers_the_realistic_pod_with_the_baseline
 /// second dialect.
 #[test]
 fn the_multus_admission_policy_answers_the_realistic_pod_with_the_baselines_patch() {
+    let (set, _) = same_work_answer(policies::Matching::MultusAdmissionPolicy);
+    assert_eq!(set.admission_policies().len(), 1);
+}
+
+/// The answer of a set of 100 policies with only `matching` for the realistic pod: only
+/// the Multus policy applies, with the hand-written webhook's patch (returned).
+fn same_work_answer(matching: policies::Matching) -> (graft::policy::PolicySet, serde_json::Value) {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    policies::write_set_matching(dir.path(), 100, policies::Matching::MultusAdmissionPolicy)
-        .expect("write the set");
+    policies::write_set_matching(dir.path(), 100, matching).expect("write the set");
     let set = match graft::policy::load_path(dir.path()) {
         Ok(loaded) => loaded.set,
         Err(findings) => panic!("{findings:?}"),
     };
-    assert_eq!(set.admission_policies().len(), 1);
     let body = serde_json::to_vec(&realistic_review()).expect("serialise");
     let graft = graft::admission::review(
         &body,
@@ -229,4 +214,5 @@ fn the_multus_admission_policy_answers_the_realistic_pod_with_the_baselines_patc
     let handwritten = handwritten_review::review(&body).expect("the baseline reviews it");
     let patch = patch_of(&graft.to_json().expect("the response serialises")).expect("a patch");
     assert_eq!(Some(&patch), patch_of(&handwritten).as_ref());
+    (set, patch)
 }

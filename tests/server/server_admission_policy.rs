@@ -10,36 +10,11 @@ use serde_json::{Value, json};
 use crate::support::policies::pod_review_body;
 use crate::support::server::*;
 
-const POLICY: &str = r#"
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata:
-  name: team-label
-spec:
-  paramKind: {apiVersion: v1, kind: ConfigMap}
-  matchConstraints:
-    resourceRules:
-      - apiGroups: [""]
-        apiVersions: ["v1"]
-        operations: ["CREATE"]
-        resources: ["pods"]
-  reinvocationPolicy: Never
-  mutations:
-    - patchType: ApplyConfiguration
-      applyConfiguration:
-        expression: >
-          Object{metadata: Object.metadata{labels: {"team": params.data.team}}}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata:
-  name: team-label-binding
-spec:
-  policyName: team-label
-  paramRef:
-    name: team-defaults
-    parameterNotFoundAction: Deny
-"#;
+/// The policy and its binding: the team label from the ConfigMap `team-defaults` in the
+/// request's namespace, denied where there is none.
+fn policy() -> String {
+    crate::support::read("tests/fixtures/map-team-label.yaml")
+}
 
 const PARAMS: &str = r#"
 apiVersion: v1
@@ -67,7 +42,7 @@ async fn a_binding_reads_its_parameter_object_from_the_params_file() -> Result {
         let pki = Pki::new("test apiserver CA")?;
         let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
         let policies = tempfile::tempdir()?;
-        std::fs::write(policies.path().join("team-label.yaml"), POLICY)?;
+        std::fs::write(policies.path().join("team-label.yaml"), policy())?;
         let params = tempfile::NamedTempFile::new()?;
         std::fs::write(params.path(), PARAMS)?;
         // A MutatingAdmissionPolicy sees the request's namespace (`namespaceObject`).
@@ -136,7 +111,7 @@ async fn an_invalid_params_file_stops_the_server() -> Result {
     let pki = Pki::new("test apiserver CA")?;
     let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
     let policies = tempfile::tempdir()?;
-    std::fs::write(policies.path().join("team-label.yaml"), POLICY)?;
+    std::fs::write(policies.path().join("team-label.yaml"), policy())?;
     let params = tempfile::NamedTempFile::new()?;
     std::fs::write(
         params.path(),
