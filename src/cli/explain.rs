@@ -94,6 +94,9 @@ fn text(request: &AdmissionRequest, explanation: &Explanation) -> String {
     for warning in &evaluation.warnings {
         out.push_str(&format!("  warning: {warning}\n"));
     }
+    for note in &explanation.notes {
+        out.push_str(&format!("  note: {note}\n"));
+    }
     out
 }
 
@@ -155,6 +158,7 @@ fn json(request: &AdmissionRequest, explanation: &Explanation) -> Value {
         "message": message,
         "patch": evaluation.patch,
         "warnings": evaluation.warnings,
+        "notes": explanation.notes,
         "policies": policies,
     })
 }

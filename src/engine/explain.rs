@@ -29,6 +29,8 @@ use crate::policy::{CompiledPolicy, PolicySet, Route};
 pub struct Explanation<'t> {
     pub evaluation: Evaluation<'t>,
     pub policies: Vec<PolicyExplanation>,
+    /// Where the apiserver would not do exactly what graft did, for this request.
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -105,10 +107,38 @@ pub fn explain<'t>(
         .collect::<Vec<_>>();
     let mut admission = admission_explanations(request, &evaluation, policies, &mut explainer);
     admission.extend(explained);
+    let notes = defaulting_note(&evaluation, policies).into_iter().collect();
     Explanation {
         evaluation,
         policies: admission,
+        notes,
     }
+}
+
+/// The apiserver decodes the object after each mutation of a MutatingAdmissionPolicy,
+/// which fills in its kind's defaults (a container's `imagePullPolicy`, a Service port's
+/// `targetPort`); graft cannot: when a MAP changed the object and a mutation ran after
+/// it, what that mutation read may differ from what it reads in the apiserver.
+fn defaulting_note(evaluation: &Evaluation<'_>, policies: &PolicySet) -> Option<String> {
+    let (index, report) = evaluation.policies.iter().enumerate().find(|(_, report)| {
+        report.dialect == Dialect::MutatingAdmissionPolicy
+            && report.result == PolicyResult::Applied
+    })?;
+    let mutations = policies
+        .admission_policies()
+        .iter()
+        .find(|policy| policy.name == report.policy)
+        .map_or(0, |policy| policy.mutations.len());
+    if mutations < 2 && index + 1 == evaluation.policies.len() {
+        return None;
+    }
+    Some(format!(
+        "{} changed the object and mutations ran after it: the apiserver fills in the \
+         object's defaults after each MutatingAdmissionPolicy mutation and graft does not, \
+         so a later mutation may not see a default it would see there \
+         (docs/mutating-admission-policy.md, Limits)",
+        report.policy
+    ))
 }
 
 /// The MutatingAdmissionPolicies, explained per binding and parameter object, before

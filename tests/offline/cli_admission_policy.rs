@@ -145,7 +145,8 @@ fn params_and_the_input_cannot_both_be_standard_input() {
 /// A MutatingAdmissionPolicy that changes the object on every run (a counter): a review
 /// runs it twice (`IfNeeded`), and a second review would change the object again, which
 /// `graft test` says in a note without failing the case, and `explain` shows both runs'
-/// operations under the policy.
+/// operations under the policy, and notes that the apiserver would have defaulted the
+/// object between the runs.
 #[test]
 fn a_counter_that_never_converges_is_noted_not_failed() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -210,6 +211,10 @@ spec: {policyName: counter}
         "ConfigMap ns/c (CREATE core/v1/configmaps): allowed, 1 patch operation\n  \
          counter (binding counter-binding): applied\n      \
          add /data = {\"count\":\"1\"}\n      \
-         replace /data/count = \"2\"\n"
+         replace /data/count = \"2\"\n  \
+         note: counter changed the object and mutations ran after it: the apiserver fills in \
+         the object's defaults after each MutatingAdmissionPolicy mutation and graft does \
+         not, so a later mutation may not see a default it would see there \
+         (docs/mutating-admission-policy.md, Limits)\n"
     );
 }
