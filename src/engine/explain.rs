@@ -121,8 +121,7 @@ pub fn explain<'t>(
 /// it, what that mutation read may differ from what it reads in the apiserver.
 fn defaulting_note(evaluation: &Evaluation<'_>, policies: &PolicySet) -> Option<String> {
     let (index, report) = evaluation.policies.iter().enumerate().find(|(_, report)| {
-        report.dialect == Dialect::MutatingAdmissionPolicy
-            && report.result == PolicyResult::Applied
+        report.dialect == Dialect::MutatingAdmissionPolicy && report.result == PolicyResult::Applied
     })?;
     let mutations = policies
         .admission_policies()
