@@ -276,7 +276,6 @@ fn evaluate_observed<'t>(
         if let Some(admission) = &admission {
             let context = admission.context(request, &facts, cluster, policies);
             run.first_pass(&context, &mut edited, &mut invocations, observer)?;
-            edited.keep_version();
         }
         if route.has_candidates() {
             run_native(

@@ -109,8 +109,10 @@ pub struct AdmissionRun {
     reinvoke: BTreeSet<Key>,
     /// Whether a second pass is due.
     again: bool,
-    /// The object as the first pass left it, to tell whether graft's policies changed it.
-    left: Option<Tree<'static>>,
+    /// The version of the object the first pass left (kept by it), to tell whether graft's
+    /// policies changed it: a comparison of two kept roots, which share every subtree
+    /// nothing wrote.
+    left: Option<usize>,
 }
 
 /// What a pass reads besides the object: the request, its facts and the bindings that
@@ -236,7 +238,8 @@ impl AdmissionRun {
         observer: &mut impl AdmissionObserver,
     ) -> Result<(), Denial> {
         let result = self.pass(context, edited, reports, false, observer);
-        self.left = Some(edited.subject.view().clone().into_static());
+        edited.keep_version();
+        self.left = Some(edited.version());
         result
     }
 
@@ -253,8 +256,7 @@ impl AdmissionRun {
         // change, what ran is due again.
         if self
             .left
-            .as_ref()
-            .is_some_and(|left| left != edited.subject.view())
+            .is_some_and(|left| edited.at(left) != edited.subject.view())
         {
             self.move_invoked();
             self.again = true;
@@ -573,7 +575,14 @@ fn mutate_once(
             let value = activation
                 .evaluate_apply_configuration(&mutation.expression)
                 .map_err(policy_error)?;
-            mutate::apply_configuration(&object, value, kind)?
+            // The request's own object is the apiserver's decoding; anything since, a
+            // mutation's result or graft's policies' edit, is validated as SMD validates.
+            let object_is = if object.same(edited.at(0)) {
+                crate::k8s::apply_configuration::Live::Decoded
+            } else {
+                crate::k8s::apply_configuration::Live::Unchecked
+            };
+            mutate::apply_configuration(&object, object_is, value, kind)?
         }
         PatchType::JsonPatch => {
             let operations = activation

@@ -31,6 +31,7 @@ pub fn schema_of(kind: &GroupVersionKind) -> Option<TypeRef<'static>> {
 /// `kind` are the object's, whatever it says, as the apiserver sets them.
 pub fn apply_configuration<'t>(
     object: &Tree<'t>,
+    object_is: apply_configuration::Live,
     value: Tree<'static>,
     kind: &GroupVersionKind,
 ) -> Result<Tree<'t>, MutationError> {
@@ -54,6 +55,7 @@ pub fn apply_configuration<'t>(
     patch.insert("kind", Tree::from(kind.kind.clone()));
     apply_configuration::apply(
         object,
+        object_is,
         &Tree::from(patch),
         root,
         apply_configuration::Nulls::Cel,

@@ -92,11 +92,22 @@ impl fmt::Display for ValidationErrors {
     }
 }
 
+/// What is known of the live object's conformance to its schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Live {
+    /// The object as the apiserver decoded it into its type: it conforms, and SMD's
+    /// validation of it (the walk of the whole object) would find nothing.
+    Decoded,
+    /// Anything else (graft's own policies wrote it, or a file gave it): validated.
+    Unchecked,
+}
+
 /// The object an ApplyConfiguration makes of `live`: `patch` is the configuration's value
 /// with `apiVersion` and `kind` set to the object's, and `root` the type of that kind;
 /// `nulls` what the patch's nulls are (a CEL result's, or JSON's in SMD's own tests).
 pub fn apply<'t>(
     live: &Tree<'t>,
+    live_is: Live,
     patch: &Tree<'t>,
     root: TypeRef<'_>,
     nulls: Nulls,
@@ -110,9 +121,11 @@ pub fn apply<'t>(
     if !atomics.is_empty() {
         return Err(ApplyError::AtomicPaths(atomics));
     }
-    let errors = validate::validate(live, root, Duplicates::Allowed, Nulls::Json);
-    if !errors.is_empty() {
-        return Err(ApplyError::InvalidObject(ValidationErrors(errors)));
+    if live_is == Live::Unchecked {
+        let errors = validate::validate(live, root, Duplicates::Allowed, Nulls::Json);
+        if !errors.is_empty() {
+            return Err(ApplyError::InvalidObject(ValidationErrors(errors)));
+        }
     }
     Ok(merge::merge(Some(live), patch, root))
 }

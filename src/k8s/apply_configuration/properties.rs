@@ -232,18 +232,18 @@ proptest! {
     fn a_part_of_the_object_changes_nothing(live in pod(), bits in prop::collection::vec(any::<bool>(), 64)) {
         let patch = Tree::from(part(&live, &mut bits.into_iter(), false));
         let live = Tree::from(&live);
-        let merged = apply(&live, &patch, pod_type(), Nulls::Json).expect("merged");
+        let merged = apply(&live, Live::Unchecked, &patch, pod_type(), Nulls::Json).expect("merged");
         prop_assert!(merged.same(&live), "{:?}", merged.to_value());
     }
 
     #[test]
     fn a_merge_keeps_what_the_object_had(live in pod(), patch in pod()) {
         let (live, patch) = (Tree::from(&live), Tree::from(&patch));
-        let merged = apply(&live, &patch, pod_type(), Nulls::Json).expect("merged");
+        let merged = apply(&live, Live::Unchecked, &patch, pod_type(), Nulls::Json).expect("merged");
         keeps(&merged, &live, Some(&patch), "");
         let errors = validate::validate(&merged, pod_type(), Duplicates::Refused, Nulls::Json);
         prop_assert!(errors.is_empty(), "{errors:?}");
-        let again = apply(&merged, &patch, pod_type(), Nulls::Json).expect("merged again");
+        let again = apply(&merged, Live::Unchecked, &patch, pod_type(), Nulls::Json).expect("merged again");
         prop_assert_eq!(again.to_value(), merged.to_value());
     }
 }

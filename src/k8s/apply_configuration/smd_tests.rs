@@ -55,9 +55,15 @@ fn run(live: &Value, patch: &Value) -> Result<Value, String> {
         .expect("schema")
         .kind("apps", "v1", "Deployment")
         .expect("Deployment");
-    apply(&Tree::from(live), &Tree::from(patch), root, Nulls::Json)
-        .map(|merged| merged.to_value())
-        .map_err(|error| error.to_string())
+    apply(
+        &Tree::from(live),
+        Live::Unchecked,
+        &Tree::from(patch),
+        root,
+        Nulls::Json,
+    )
+    .map(|merged| merged.to_value())
+    .map_err(|error| error.to_string())
 }
 
 #[test]

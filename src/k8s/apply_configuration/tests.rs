@@ -15,9 +15,15 @@ fn pod() -> TypeRef<'static> {
 }
 
 fn run_as(root: TypeRef<'static>, live: Value, patch: Value) -> Result<Value, String> {
-    apply(&Tree::from(&live), &Tree::from(&patch), root, Nulls::Json)
-        .map(|merged| merged.to_value())
-        .map_err(|error| error.to_string())
+    apply(
+        &Tree::from(&live),
+        Live::Unchecked,
+        &Tree::from(&patch),
+        root,
+        Nulls::Json,
+    )
+    .map(|merged| merged.to_value())
+    .map_err(|error| error.to_string())
 }
 
 fn run(live: Value, patch: Value) -> Result<Value, String> {
@@ -322,7 +328,7 @@ fn the_result_shares_what_the_patch_does_not_change() {
     );
     let patch = Tree::from(json!({"metadata": {"labels": {"a": "1", "b": "2"}},
         "spec": {"containers": [{"name": "c", "image": "i"}]}}));
-    let merged = apply(&live, &patch, pod(), Nulls::Json).expect("merged");
+    let merged = apply(&live, Live::Unchecked, &patch, pod(), Nulls::Json).expect("merged");
     let at = |tree: &Tree<'static>, pointer: &str| tree.pointer(pointer).expect(pointer).clone();
     for unchanged in ["/metadata/annotations", "/spec", "/spec/volumes"] {
         assert!(
@@ -340,7 +346,7 @@ fn the_result_shares_what_the_patch_does_not_change() {
         .collect();
     assert_eq!(keys, ["a", "b"]);
     // A patch equal to the object changes nothing at all.
-    let same = apply(&live, &live.clone(), pod(), Nulls::Json);
+    let same = apply(&live, Live::Unchecked, &live.clone(), pod(), Nulls::Json);
     assert!(same.is_ok_and(|merged| merged.same(&live)));
 }
 
@@ -350,6 +356,7 @@ fn a_text_node_of_the_live_object_is_neither_validated_nor_built() {
     let live = Tree::parse_keeping(text, &["managedFields"]).expect("parsed");
     let merged = apply(
         &live,
+        Live::Unchecked,
         &Tree::from(json!({"metadata": {"labels": {"a": "b"}}})),
         pod(),
         Nulls::Json,

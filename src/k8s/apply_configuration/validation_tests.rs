@@ -222,6 +222,7 @@ fn a_cel_null_is_no_types_value() {
     ] {
         let refused = apply(
             &Tree::from(json!({})),
+            Live::Unchecked,
             &Tree::from(&patch),
             pod(),
             Nulls::Cel,
