@@ -21,9 +21,7 @@
 
 use cel::IdedExpr;
 use cel::common::ast::{CallExpr, EntryExpr, Expr, operators};
-use cel::common::types::{
-    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt, Kind,
-};
+use cel::common::types::{CelList, CelMap, CelMapKey, CelString, Kind};
 use cel::common::value::Val;
 
 use super::walk::{self, Rewrite};
@@ -294,14 +292,10 @@ fn entry_contains(entry: &cel::common::ast::IdedEntryExpr, found: &dyn Fn(&Expr)
 /// double, string, and lists and maps of those. `None` for anything else.
 pub fn own(value: &dyn Val) -> Option<Box<dyn Val + 'static>> {
     Some(match value.get_type().kind() {
-        Kind::NullType => Box::new(CelNull),
-        Kind::Boolean => Box::new(CelBool::from(*value.downcast_ref::<CelBool>()?.inner())),
-        Kind::Int => Box::new(CelInt::from(*value.downcast_ref::<CelInt>()?.inner())),
-        Kind::UInt => Box::new(CelUInt::from(*value.downcast_ref::<CelUInt>()?.inner())),
-        Kind::Double => Box::new(CelDouble::from(*value.downcast_ref::<CelDouble>()?.inner())),
-        Kind::String => Box::new(CelString::from(
-            value.downcast_ref::<CelString>()?.inner().to_owned(),
-        )),
+        // A scalar's owned copy is the one a MAP variable keeps.
+        Kind::NullType | Kind::Boolean | Kind::Int | Kind::UInt | Kind::Double | Kind::String => {
+            return super::convert::to_static(value);
+        }
         Kind::List => Box::new(CelList::from(
             value
                 .downcast_ref::<CelList>()?

@@ -107,10 +107,10 @@ pub fn overloads() -> Vec<Overload> {
 }
 
 /// The elements of a list, borrowed.
-type Elements<'a, 'v> = Vec<&'a (dyn Val + 'v)>;
+pub(super) type Elements<'a, 'v> = Vec<&'a (dyn Val + 'v)>;
 
-/// The elements of a list argument.
-fn elements<'a, 'v>(
+/// The elements of a list argument (here and for the lists extension).
+pub(super) fn elements<'a, 'v>(
     function: &str,
     list: &'a (dyn Val + 'v),
 ) -> Result<Elements<'a, 'v>, ExecutionError> {

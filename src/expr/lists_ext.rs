@@ -25,6 +25,7 @@ use cel::{DeclarationError, Env, ExecutionError, ParseError};
 
 use super::comprehensions::{bind, ident, literal, simple_name};
 use super::functions::{Overload, arity, fail};
+use super::lists::elements;
 
 type CelResult<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
@@ -121,25 +122,6 @@ fn sort_by(
         args: vec![keys],
     }));
     Ok(bind(h, SORT_BY_INPUT, list, sorted))
-}
-
-/// The elements of a list, borrowed.
-fn elements<'a, 'v>(
-    function: &str,
-    list: &'a (dyn Val + 'v),
-) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
-    let iterable = list.as_iterable().ok_or_else(|| {
-        fail(
-            function,
-            format!("expected a list, got {}", list.get_type().name()),
-        )
-    })?;
-    let mut items = iterable.iter();
-    let mut found = Vec::new();
-    while let Some(item) = items.next() {
-        found.push(item);
-    }
-    Ok(found)
 }
 
 fn owned<'b, 'v>(items: Vec<Box<dyn Val + 'v>>) -> CelResult<'b, 'v> {
