@@ -27,11 +27,12 @@ pub enum Output {
 /// patch), with a note on standard error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  graft apply --policies policies/ --namespace dynamo-system pod.yaml\n  kubectl get pod web-0 -o yaml | graft apply -o patch -\n  graft apply --operation UPDATE --resource nodes/status node.json\n  graft apply --namespaces namespaces.yaml pod.yaml"
+    after_help = "Examples:\n  graft apply --policies policies/ --namespace dynamo-system pod.yaml\n  kubectl get pod web-0 -o yaml | graft apply -o patch    (no file: standard input)\n  graft apply pod.yaml - < more-pods.yaml\n  graft apply --operation UPDATE --resource nodes/status node.json\n  graft apply --namespaces namespaces.yaml pod.yaml"
 )]
 pub struct Args {
     #[command(flatten)]
     pub input: ObjectInput,
+    /// What to print for each object: the mutated object (YAML or JSON) or the patch.
     #[arg(short, long, value_enum, default_value_t = Output::Yaml)]
     pub output: Output,
 }

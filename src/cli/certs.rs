@@ -1,8 +1,9 @@
 //! `graft certs`: issue a CA and a serving certificate for clusters without cert-manager.
 //!
-//! Writes `ca.crt`, `tls.crt`, `tls.key`, `secret.yaml` (Secret `graft-tls`) and
-//! `webhook-cabundle-patch.yaml` (the CA as `caBundle` of both webhooks) into `--out`,
-//! ready for the `deploy/self-signed` kustomize overlay.
+//! Writes `ca.crt`, `tls.crt`, `tls.key` and `secret.yaml` (Secret `graft-tls`, with
+//! `ca.crt`) into `--out`, for the `deploy/self-signed` kustomize overlay and a
+//! repository from `graft init --certs self-signed`, which copy the Secret's `ca.crt`
+//! into every webhook's `caBundle`.
 
 use std::fs;
 use std::io::Write as _;
@@ -40,7 +41,6 @@ const CA: &str = "ca.crt";
 const CERT: &str = "tls.crt";
 const KEY: &str = "tls.key";
 const SECRET: &str = "secret.yaml";
-const PATCH: &str = "webhook-cabundle-patch.yaml";
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Issuing touches no file, so bad flags are reported before existing files are.
@@ -51,12 +51,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let bundle = certs::generate(&options)?;
     let secret = certs::secret_yaml(&bundle, &options.namespace)?;
-    let patch = certs::cabundle_patch_yaml(&bundle.ca_pem)?;
 
     // Check every target before writing any, so a refusal leaves the directory untouched
     // rather than holding a CA that does not match the certificate next to it.
     if !args.force {
-        let existing: Vec<String> = [CA, CERT, KEY, SECRET, PATCH]
+        let existing: Vec<String> = [CA, CERT, KEY, SECRET]
             .iter()
             .map(|name| args.out.join(name))
             .filter(|path| path.exists())
@@ -77,10 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     write(&args.out.join(CERT), &bundle.cert_pem, force, false)?;
     write(&args.out.join(KEY), &bundle.key_pem, force, true)?;
     write(&args.out.join(SECRET), &secret, force, true)?;
-    write(&args.out.join(PATCH), &patch, force, false)?;
 
     say!(
-        "wrote {CA}, {CERT}, {KEY}, {SECRET}, {PATCH} to {} (DNS names: {}; valid {} days)",
+        "wrote {CA}, {CERT}, {KEY}, {SECRET} to {} (DNS names: {}; valid {} days)",
         args.out.display(),
         certs::dns_names(&options.service, &options.namespace).join(", "),
         options.days

@@ -28,11 +28,12 @@ pub enum Format {
 /// does. Exits 0 whatever the policies decide.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  graft explain pod.yaml\n  kubectl get pod web-0 -o yaml | graft explain --namespaces namespaces.yaml -\n  graft explain --operation UPDATE --resource nodes/status node.json\n  graft explain review.json    (an AdmissionReview, as the apiserver sent it)"
+    after_help = "Examples:\n  graft explain pod.yaml\n  kubectl get pod web-0 -o yaml | graft explain --namespaces namespaces.yaml\n  graft explain --operation UPDATE --resource nodes/status node.json\n  graft explain review.json    (an AdmissionReview, as the apiserver sent it)"
 )]
 pub struct Args {
     #[command(flatten)]
     pub input: ObjectInput,
+    /// Output format: `text` to read, `json` (one document per object) for tools.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }

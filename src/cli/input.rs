@@ -1,17 +1,56 @@
 //! Reading command inputs: a file path or `-` for standard input.
+//!
+//! The commands that evaluate objects or reviews (`apply`, `explain`, `review`) take their
+//! inputs alike: any number of files, `-` among them for standard input, and standard input
+//! when no file is given, so that they sit at the end of a pipe as they are.
 
-use std::io::Read;
-use std::path::Path;
+use std::io::{IsTerminal as _, Read};
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use crate::policy::Operation;
 
+/// The name of standard input among a command's files.
+const STDIN: &str = "-";
+
+fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
+
+/// The files a command reads, in order: those given, or standard input when none is.
+/// Standard input can be read only once, so `-` may be given once.
+pub fn input_files(files: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    if files.is_empty() {
+        return Ok(vec![PathBuf::from(STDIN)]);
+    }
+    if files.iter().filter(|file| is_stdin(file)).count() > 1 {
+        anyhow::bail!("standard input (-) is given more than once: it can be read only once");
+    }
+    Ok(files.to_vec())
+}
+
+/// The one of `files` (as [`input_files`] returns them) that is standard input, if any:
+/// for [`namespace_source`] and [`param_objects`], which may not read it as well.
+pub fn stdin_input(files: &[PathBuf]) -> Option<&Path> {
+    files
+        .iter()
+        .map(PathBuf::as_path)
+        .find(|file| is_stdin(file))
+}
+
 /// Reads a file, or standard input for `-`.
 pub fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
-    if path.as_os_str() == "-" {
+    if is_stdin(path) {
+        let stdin = std::io::stdin();
+        // Without a file, a command run by hand waits on the terminal for input that may
+        // never come; saying so beats a silent hang.
+        if stdin.is_terminal() {
+            say!("note: reading standard input; end it with Ctrl-D, or give a file");
+        }
         let mut bytes = Vec::new();
-        std::io::stdin()
+        stdin
+            .lock()
             .read_to_end(&mut bytes)
             .context("reading standard input")?;
         return Ok(bytes);
@@ -21,14 +60,14 @@ pub fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
 
 /// How an input is named in messages: its path, or `<stdin>` for `-`.
 pub fn input_name(path: &Path) -> String {
-    if path.as_os_str() == "-" {
+    if is_stdin(path) {
         return "<stdin>".to_string();
     }
     path.display().to_string()
 }
 
 /// Loads a policy set or explains why not, printing every finding.
-pub fn load_policies(paths: &[std::path::PathBuf]) -> anyhow::Result<crate::policy::PolicySet> {
+pub fn load_policies(paths: &[PathBuf]) -> anyhow::Result<crate::policy::PolicySet> {
     match crate::policy::load(paths) {
         Ok(loaded) => {
             for warning in &loaded.warnings {
@@ -50,16 +89,17 @@ pub fn load_policies(paths: &[std::path::PathBuf]) -> anyhow::Result<crate::poli
 
 /// The namespace source of an offline command: the Namespace objects in `file`, or none
 /// (a policy that needs namespace data then fails, saying to pass `--namespaces`).
-/// `input` is the command's other input, which may not be standard input as well.
+/// `input` is the command's input that reads standard input ([`stdin_input`]), if any:
+/// standard input cannot be read twice.
 pub fn namespace_source(
     file: Option<&Path>,
     input: Option<&Path>,
 ) -> anyhow::Result<Box<dyn crate::namespaces::NamespaceSource>> {
     use crate::namespaces::{NamespaceMap, NoNamespaces, read_namespaces};
-    let stdin = |path: Option<&Path>| path.is_some_and(|path| path.as_os_str() == "-");
+    let stdin = |path: Option<&Path>| path.is_some_and(is_stdin);
     if stdin(file) && stdin(input) {
         anyhow::bail!(
-            "--namespaces and the input cannot both be standard input (-): give one of them as a file"
+            "--namespaces and the input cannot both be standard input (-, or no input file): give one of them as a file"
         );
     }
     let Some(file) = file else {
@@ -79,15 +119,15 @@ pub fn namespace_source(
 
 /// The parameter objects of an offline command: those in `file`, or none (a binding
 /// whose `paramRef` finds nothing then acts on its `parameterNotFoundAction`). `input` is
-/// the command's other input, which may not be standard input as well.
+/// as for [`namespace_source`].
 pub fn param_objects(
     file: Option<&Path>,
     input: Option<&Path>,
 ) -> anyhow::Result<crate::params::ParamObjects> {
-    let stdin = |path: Option<&Path>| path.is_some_and(|path| path.as_os_str() == "-");
+    let stdin = |path: Option<&Path>| path.is_some_and(is_stdin);
     if stdin(file) && stdin(input) {
         anyhow::bail!(
-            "--params and the input cannot both be standard input (-): give one of them as a file"
+            "--params and the input cannot both be standard input (-, or no input file): give one of them as a file"
         );
     }
     let Some(file) = file else {
@@ -105,7 +145,7 @@ pub fn param_objects(
 pub struct ObjectInput {
     /// Policy files or directories.
     #[arg(long, default_value = "policies")]
-    pub policies: Vec<std::path::PathBuf>,
+    pub policies: Vec<PathBuf>,
     /// The request's operation. At DELETE the request carries only the old object,
     /// which the webhook cannot change.
     #[arg(long, value_enum, ignore_case = true, default_value_t = Operation::Create)]
@@ -120,13 +160,15 @@ pub struct ObjectInput {
     /// Namespace objects (YAML or JSON; several documents or `kind: List`) for policies
     /// that use `namespaceSelector` or `namespaceObject`.
     #[arg(long, value_name = "FILE")]
-    pub namespaces: Option<std::path::PathBuf>,
+    pub namespaces: Option<PathBuf>,
     /// Parameter objects (YAML or JSON, any kind) for MutatingAdmissionPolicy bindings
     /// with a `paramRef`.
     #[arg(long, value_name = "FILE")]
-    pub params: Option<std::path::PathBuf>,
-    /// YAML or JSON objects (several documents, or `kind: List`); `-` for standard input.
-    pub file: std::path::PathBuf,
+    pub params: Option<PathBuf>,
+    /// Files of YAML or JSON objects (several documents, or `kind: List`); `-` for
+    /// standard input, which is also read when no file is given.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
 }
 
 // Clap offers and checks exactly the operations a policy can match.
@@ -164,37 +206,42 @@ impl ObjectInput {
     /// among them is taken as the request it carries (as `graft review` would), not as an
     /// object; every other object's request gets the uid `uid_prefix-INDEX`.
     pub fn read(&self, uid_prefix: &str) -> anyhow::Result<Requests> {
+        let files = input_files(&self.files)?;
         let set = load_policies(&self.policies)?;
-        let namespaces = namespace_source(self.namespaces.as_deref(), Some(&self.file))?;
-        let params = param_objects(self.params.as_deref(), Some(&self.file))?;
-        let name = input_name(&self.file);
-        let text = String::from_utf8(read_input(&self.file)?)
-            .with_context(|| format!("{name}: not UTF-8 text"))?;
-        let objects = crate::k8s::objects::read_objects_in(&name, &text)?;
-        // Nothing to evaluate is a mistake (a wrong file, an empty pipe), not a success.
-        if objects.is_empty() {
-            anyhow::bail!(
-                "{name}: holds no object (only comments, empty documents or an empty kind: List)"
-            );
-        }
+        let namespaces = namespace_source(self.namespaces.as_deref(), stdin_input(&files))?;
+        let params = param_objects(self.params.as_deref(), stdin_input(&files))?;
         let options = crate::admission::offline::RequestOptions {
             operation: self.operation.as_str().to_string(),
             namespace: self.namespace.clone(),
             resource: self.resource.clone(),
             old_object: None,
         };
-        let mut requests = Vec::with_capacity(objects.len());
-        for (index, object) in objects.into_iter().enumerate() {
-            if object.get("kind").and_then(serde_json::Value::as_str) == Some("AdmissionReview") {
-                let body = serde_json::to_vec(&object)?;
-                let review = crate::admission::read_request(&body)
-                    .with_context(|| format!("{name}: object {}", index + 1))?;
-                requests.push(review.request.into_owned());
-            } else {
-                let uid = format!("{uid_prefix}-{index}");
-                requests.push(crate::admission::offline::request_for(
-                    object, &options, &uid,
-                ));
+        let mut requests = Vec::new();
+        for file in &files {
+            let name = input_name(file);
+            let text = String::from_utf8(read_input(file)?)
+                .with_context(|| format!("{name}: not UTF-8 text"))?;
+            let objects = crate::k8s::objects::read_objects_in(&name, &text)?;
+            // Nothing to evaluate is a mistake (a wrong file, an empty pipe), not a success.
+            if objects.is_empty() {
+                anyhow::bail!(
+                    "{name}: holds no object (only comments, empty documents or an empty kind: List)"
+                );
+            }
+            for (at, object) in objects.into_iter().enumerate() {
+                if object.get("kind").and_then(serde_json::Value::as_str) == Some("AdmissionReview")
+                {
+                    let body = serde_json::to_vec(&object)?;
+                    let review = crate::admission::read_request(&body)
+                        .with_context(|| format!("{name}: object {}", at + 1))?;
+                    requests.push(review.request.into_owned());
+                } else {
+                    // Numbered across the files, so no two requests share a uid.
+                    let uid = format!("{uid_prefix}-{}", requests.len());
+                    requests.push(crate::admission::offline::request_for(
+                        object, &options, &uid,
+                    ));
+                }
             }
         }
         Ok(Requests {

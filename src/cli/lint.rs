@@ -28,6 +28,7 @@ pub struct Args {
     /// Policy files or directories (non-recursive).
     #[arg(default_value = "policies")]
     pub paths: Vec<PathBuf>,
+    /// Output format: `text`, one finding a line, or `json` for tools.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Treat warnings as findings that fail the run.

@@ -14,6 +14,7 @@ pub mod apply;
 pub mod certs;
 pub mod completions;
 pub mod explain;
+pub mod init;
 pub mod input;
 mod kustomization;
 pub mod lint;
@@ -24,6 +25,8 @@ mod stdout;
 pub mod test;
 mod test_update;
 pub mod webhook_config;
+mod yaml_edit;
+mod yaml_layout;
 mod yaml_out;
 
 use std::process::ExitCode;
@@ -49,7 +52,7 @@ pub enum Command {
     Lint(lint::Args),
     /// Mutate objects offline and print the result.
     Apply(apply::Args),
-    /// Answer one AdmissionReview exactly as the server would.
+    /// Answer AdmissionReviews exactly as the server would.
     Review(review::Args),
     /// Say what every policy did to objects, or which condition kept it out.
     Explain(explain::Args),
@@ -59,6 +62,8 @@ pub enum Command {
     Certs(certs::Args),
     /// Render the MutatingWebhookConfiguration the policy set needs.
     WebhookConfig(webhook_config::Args),
+    /// Write a repository for a team's own policies that installs this graft release.
+    Init(init::Args),
     /// Print the JSON Schema of MutationPolicy.
     Schema(schema::Args),
     /// Print the shell completion script (`source <(graft completions bash)`).
@@ -84,6 +89,7 @@ pub fn main() -> ExitCode {
         Command::Test(args) => test::run(args),
         Command::Certs(args) => certs::run(args),
         Command::WebhookConfig(args) => webhook_config::run(args),
+        Command::Init(args) => init::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),
     };

@@ -21,7 +21,14 @@ pub enum LogFormat {
 }
 
 /// The flags of `graft serve`, boxed so the subcommand enum stays small.
+///
+/// Every setting also reads an environment variable named after its flag (`--max-body-bytes`:
+/// `GRAFT_MAX_BODY_BYTES`), the way containers are configured; `--lint` is an action, not
+/// a setting, and has none. A flag wins over its variable.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Every flag but --lint can also be set by its environment variable, shown as [env: ...]; a flag given on the command line wins.\n\nExamples:\n  graft serve --policies policies/ --listen 127.0.0.1:8443 --metrics-listen 127.0.0.1:8080\n  GRAFT_POLICIES=/etc/graft/policies GRAFT_LOG_FORMAT=json graft serve"
+)]
 pub struct Args {
     #[command(flatten)]
     pub flags: Box<Flags>,
@@ -84,7 +91,7 @@ pub struct Flags {
     pub kubeconfig: Option<PathBuf>,
     /// Serve namespace data from this file of Namespace objects (`kubectl get ns -o
     /// yaml`) instead of the Kubernetes API, for local runs. Read once at startup.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, env = "GRAFT_NAMESPACES", value_name = "FILE")]
     pub namespaces: Option<PathBuf>,
     /// Parameter objects (YAML or JSON, any kind) for MutatingAdmissionPolicy bindings
     /// with a `paramRef`. Read once at startup.

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::input::load_policies;
 use crate::admission::offline::{self, RequestOptions};
 use crate::admission::{self, AdmissionRequest};
-use crate::engine::{Evaluation, Outcome};
+use crate::engine::{Evaluation, Outcome, PolicyResult};
 use crate::k8s::objects::read_objects;
 use crate::namespaces::{self, NamespaceMap, NamespaceSource, NoNamespaces};
 use crate::params::{NoParams, ParamObjects, ParamSource};
@@ -40,13 +40,19 @@ pub struct Args {
     /// own (`spec.params`, `spec.paramsFile`).
     #[arg(long, value_name = "FILE")]
     pub params: Option<PathBuf>,
-    /// Rewrite the `expect` block of each failing case to what the policies now do (and
-    /// an `objectFile` it names), and say which cases changed. A case whose policies do
-    /// not converge, or whose patch does not apply, is not rewritten: that is a policy
-    /// bug, not an outdated expectation. Cases are rewritten in place, so a case to
-    /// rewrite must be a block item (`- name: ...`), not flow style (`- {name: ...}`).
+    /// On your machine, not in CI: set the `expect` block of each failing case (and an
+    /// `objectFile` it names) to what the policies now do, and say which cases changed.
+    /// Only what differs is rewritten, in place; the rest of the file stays byte for
+    /// byte. A case whose policies do not converge, or whose patch does not apply, is
+    /// not rewritten: that is a policy bug, not an outdated expectation. Review the
+    /// change (`git diff`) before committing it. Refused when the environment variable
+    /// CI is set, since a CI run that rewrites its expectations passes whatever the
+    /// policies do; --force overrides.
     #[arg(long)]
     pub update: bool,
+    /// Run --update even though CI is set.
+    #[arg(long, requires = "update")]
+    pub force: bool,
     /// Suite files, or directories searched recursively (each file once, links
     /// followed) for *.yaml suites.
     #[arg(default_value = "tests/policies")]
@@ -115,7 +121,9 @@ pub struct Case {
     /// A whole AdmissionReview file (relative to the suite), instead of an object.
     #[serde(default)]
     pub review_file: Option<PathBuf>,
-    pub expect: Expect,
+    /// What must come out. A case without one fails, and `--update` gives it one.
+    #[serde(default)]
+    pub expect: Option<Expect>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -144,6 +152,9 @@ pub struct Expect {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.update && !args.force {
+        refuse_update_in_ci(std::env::var_os("CI"))?;
+    }
     let files = suite_files(&args.paths)?;
     if files.is_empty() {
         bail!("no test suites found in {:?}", args.paths);
@@ -168,10 +179,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // The file is rewritten before anything about it is reported, so an UPDATED line
         // never claims a change that a failing rewrite, or a stdout that fails while the
         // file's lines are printed, leaves unwritten.
-        if args.update
-            && let Some(text) = rewrite_expectations(&file, &results)?
-        {
-            std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+        if args.update {
+            for (path, text) in updated_files(&file, &results)? {
+                std::fs::write(&path, text)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
         }
         for result in results {
             if let Some(note) = &result.note {
@@ -185,9 +197,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     passed += 1;
                     stdout.line(format_args!("PASS {}: {}", result.suite, result.case))?;
                 }
-                (Some(_), Some(_)) if args.update => {
+                (Some(failure), Some(_)) if args.update => {
                     updated += 1;
-                    stdout.line(format_args!("UPDATED {}: {}", result.suite, result.case))?;
+                    // What was wrong is what changed: the reviewer sees an `unchanged`
+                    // case that now expects a patch here, not only in the diff.
+                    stdout.line(format_args!(
+                        "UPDATED {}: {}\n{}",
+                        result.suite,
+                        result.case,
+                        indent(&failure)
+                    ))?;
                 }
                 (Some(failure), _) => {
                     failed += 1;
@@ -221,24 +240,65 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The suite file's text with the `expect` block of each case that has a new
-/// expectation rewritten; `None` when no case has one.
-fn rewrite_expectations(file: &Path, results: &[CaseResult]) -> anyhow::Result<Option<String>> {
-    let mut text: Option<String> = None;
+/// `--update` rewrites expectations to whatever the policies do, so a CI job that runs
+/// it passes any change, including the one the suite exists to catch. CI systems set
+/// `CI` (to `true`, or `1`); `--force` is for the rare job that means it.
+fn refuse_update_in_ci(ci: Option<std::ffi::OsString>) -> anyhow::Result<()> {
+    let Some(value) = ci.filter(|value| !value.is_empty()) else {
+        return Ok(());
+    };
+    bail!(
+        "--update is refused because the environment variable CI is set (CI={}): in CI it \
+         would rewrite every failing expectation to what the policies now do and pass, \
+         hiding the change the suites exist to catch. Run `graft test` in CI; run \
+         `graft test --update` on your machine and review the diff. To run it here \
+         anyway, add --force.",
+        value.to_string_lossy()
+    )
+}
+
+/// The files `--update` writes for one suite file, each with its new text: the
+/// `objectFile`s failing cases expect, then the suite with their `expect` blocks
+/// rewritten. Nothing when no case has a new expectation. Every text is computed before
+/// any is written, so a suite that cannot be edited leaves its object files as they were.
+fn updated_files(file: &Path, results: &[CaseResult]) -> anyhow::Result<Vec<(PathBuf, String)>> {
+    let base = file.parent().unwrap_or(Path::new("."));
+    let mut updates = Vec::new();
+    let mut objects: Vec<(PathBuf, &Value, &str)> = Vec::new();
     for result in results {
-        let (Some(_), Some(expect)) = (&result.failure, &result.update) else {
+        let (Some(_), Some(update)) = (&result.failure, &result.update) else {
             continue;
         };
-        let current = match text.take() {
-            Some(current) => current,
-            None => std::fs::read_to_string(file)
-                .with_context(|| format!("reading {}", file.display()))?,
+        updates.push((result.case.clone(), update.expect.clone()));
+        let Some((path, object)) = &update.object_file else {
+            continue;
         };
-        let next = test_update::replace_expect(&current, &result.case, expect)
-            .map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
-        text = Some(next);
+        let path = base.join(path);
+        match objects.iter().find(|(seen, _, _)| *seen == path) {
+            Some((_, other, case)) if *other != object => bail!(
+                "{}: cases {case:?} and {:?} expect different objects in objectFile {}; give each its own file",
+                file.display(),
+                result.case,
+                path.display()
+            ),
+            Some(_) => {}
+            None => objects.push((path, object, &result.case)),
+        }
     }
-    Ok(text)
+    if updates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let suite = test_update::rewrite(&text, &updates)
+        .map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
+    let mut files = Vec::new();
+    for (path, object, _) in objects {
+        let text = test_update::object_file_text(&path, object)?;
+        files.push((path, text));
+    }
+    files.push((file.to_path_buf(), suite));
+    Ok(files)
 }
 
 /// The outcome of one case.
@@ -249,7 +309,7 @@ pub struct CaseResult {
     /// `None` when the case passed; otherwise a readable explanation with a diff.
     pub failure: Option<String>,
     /// For a failing case whose only problem is its expectation: the one it would pass.
-    pub update: Option<serde_json::Map<String, Value>>,
+    pub update: Option<test_update::NewExpect>,
     /// Worth saying, passed or not: a second review would change the object again
     /// (only MutatingAdmissionPolicies may do that; MAP does not require convergence).
     pub note: Option<String>,
@@ -384,7 +444,7 @@ fn suite_objects(
 /// The failure of a case (`None` when it passed), and the expectation it would pass.
 struct CaseOutcome {
     failure: Option<String>,
-    update: Option<serde_json::Map<String, Value>>,
+    update: Option<test_update::NewExpect>,
     note: Option<String>,
 }
 
@@ -413,31 +473,13 @@ fn run_case(
     // The object as the policies left it.
     let object = mutated.as_ref().or(original.as_ref());
     let mut problems = Vec::new();
-    check_outcome(case, base, &evaluation, object, &mut problems)?;
-    for expected in &case.expect.warnings {
-        if !evaluation.warnings.iter().any(|w| w.contains(expected)) {
-            problems.push(format!(
-                "no warning contains {expected:?}; warnings: {:?}",
-                evaluation.warnings
-            ));
-        }
-    }
-    if let Some(expected) = &case.expect.patch {
-        let actual = serde_json::to_value(&evaluation.patch)?;
-        if &actual != expected {
-            problems.push(format!(
-                "patch differs (- expected, + actual):\n{}",
-                diff(expected, &actual)
-            ));
-        }
-    }
-    if let Some(expected) = &case.expect.applied {
-        let applied: Vec<&str> = evaluation.applied().collect();
-        if applied != expected.iter().map(String::as_str).collect::<Vec<_>>() {
-            problems.push(format!(
-                "applied policies: expected {expected:?}, got {applied:?}"
-            ));
-        }
+    match &case.expect {
+        Some(expect) => check_expect(expect, base, &evaluation, object, &mut problems)?,
+        None => problems.push(format!(
+            "the case has no expect block, so it cannot pass; the policies give {}. \
+             `graft test --update` (on your machine) records that as its expectation",
+            what_came_out(&evaluation)?
+        )),
     }
     let expectation_problems = problems.len();
     problems.extend(checked.problems);
@@ -461,10 +503,16 @@ fn run_case(
             applied: evaluation.applied().map(str::to_string).collect(),
             warnings: evaluation.warnings.clone(),
         };
-        Some(test_update::new_expect(&case.expect, &actual, base)?)
+        Some(test_update::new_expect(case.expect.as_ref(), &actual))
     } else {
         None
     };
+    policy_failures(&evaluation, &mut problems);
+    // A diff ends its lines; the next problem starts on the line after, not one later.
+    let problems: Vec<&str> = problems
+        .iter()
+        .map(|problem| problem.trim_end_matches('\n'))
+        .collect();
     Ok(CaseOutcome {
         failure: Some(problems.join("\n")),
         update,
@@ -506,14 +554,91 @@ fn read_single_object(path: &Path) -> anyhow::Result<Value> {
     Ok(objects.remove(0))
 }
 
-fn check_outcome(
-    case: &Case,
+/// What the policies did, in a few words: the denial, the patch, or no change.
+fn what_came_out(evaluation: &Evaluation<'_>) -> anyhow::Result<String> {
+    Ok(match &evaluation.outcome {
+        Outcome::Denied { message, .. } => format!("a denial: {message}"),
+        Outcome::Allowed if evaluation.patch.0.is_empty() => "no change".to_string(),
+        Outcome::Allowed => format!("the patch {}", serde_json::to_string(&evaluation.patch)?),
+    })
+}
+
+/// The problems of the evaluation against what the case expects.
+fn check_expect(
+    expect: &Expect,
     base: &Path,
     evaluation: &Evaluation<'_>,
     object: Option<&Value>,
     problems: &mut Vec<String>,
 ) -> anyhow::Result<()> {
-    let expect = &case.expect;
+    check_outcome(expect, base, evaluation, object, problems)?;
+    for expected in &expect.warnings {
+        if !evaluation.warnings.iter().any(|w| w.contains(expected)) {
+            problems.push(format!(
+                "no warning contains {expected:?}; warnings: {:?}",
+                evaluation.warnings
+            ));
+        }
+    }
+    if let Some(expected) = &expect.patch {
+        let actual = serde_json::to_value(&evaluation.patch)?;
+        if &actual != expected {
+            problems.push(format!(
+                "patch differs (- expected, + actual):\n{}",
+                diff(expected, &actual)
+            ));
+        }
+    }
+    if let Some(expected) = &expect.applied {
+        let applied: Vec<&str> = evaluation.applied().collect();
+        if applied != expected.iter().map(String::as_str).collect::<Vec<_>>() {
+            problems.push(format!(
+                "applied policies: expected {expected:?}, got {applied:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why each policy that failed did, next to the problems it explains: a policy skipped
+/// under `failurePolicy: Ignore` shows in the diff only as a change that is missing
+/// (`+[]`), and its warning is cut short. A failure the problems already quote in full
+/// (a denial's message) is not repeated.
+fn policy_failures(evaluation: &Evaluation<'_>, problems: &mut Vec<String>) {
+    let said = problems.join("\n");
+    let mut failures = Vec::new();
+    for report in &evaluation.policies {
+        let (failure, what) = match &report.result {
+            PolicyResult::Ignored(failure) => {
+                (failure, "failed and was skipped (failurePolicy: Ignore)")
+            }
+            PolicyResult::Failed(failure) => {
+                (failure, "failed, denying the request (failurePolicy: Fail)")
+            }
+            _ => continue,
+        };
+        if said.contains(&failure.reason) {
+            continue;
+        }
+        let name = match (&report.binding, &report.param) {
+            (Some(binding), Some(param)) => {
+                format!("{} (binding {binding}, param {param})", report.policy)
+            }
+            (Some(binding), None) => format!("{} (binding {binding})", report.policy),
+            (None, _) => report.policy.clone(),
+        };
+        failures.push(format!("policy {name} {what}: {failure}"));
+    }
+    problems.extend(failures);
+}
+
+fn check_outcome(
+    expect: &Expect,
+    base: &Path,
+    evaluation: &Evaluation<'_>,
+    object: Option<&Value>,
+    problems: &mut Vec<String>,
+) -> anyhow::Result<()> {
     match (&evaluation.outcome, &expect.denied) {
         (Outcome::Denied { message, .. }, Some(expected)) => {
             if !message.contains(expected.as_str()) {

@@ -5,13 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::manifests::webhook::{self, FailurePolicy, WebhookOptions};
+use crate::manifests::webhook_url::WebhookUrl;
 use anyhow::Context as _;
 use base64_simd::STANDARD as BASE64;
 
 /// Render the MutatingWebhookConfiguration whose rules cover exactly what the policies can match.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  graft webhook-config --policies policies/ --out deploy/base/webhook.yaml\n  graft webhook-config --failure-policy Fail --ca-bundle-file certs/ca.crt"
+    after_help = "Examples:\n  graft webhook-config --policies policies/ --out deploy/examples/webhook.yaml\n  graft webhook-config --failure-policy Fail --ca-bundle-file certs/ca.crt\n  graft webhook-config --url https://127.0.0.1:8443 --ca-bundle-file /tmp/graft-ca-8443.pem\n      (a local graft serve, for an apiserver on the same machine)"
 )]
 pub struct Args {
     /// Directory holding the policy files.
@@ -20,6 +21,12 @@ pub struct Args {
     /// Name of the webhook Service.
     #[arg(long, default_value = "graft")]
     pub service: String,
+    /// Call graft at this https URL instead of through the Service (a graft outside the
+    /// cluster, such as a local `graft serve`): each webhook's clientConfig.url is the URL
+    /// with the webhook's path (/mutate) appended. No query or fragment, as Kubernetes
+    /// requires.
+    #[arg(long, value_name = "URL", conflicts_with = "service", value_parser = WebhookUrl::parse)]
+    pub url: Option<WebhookUrl>,
     /// Namespace graft runs in (always excluded from the webhooks).
     #[arg(long, default_value = "graft")]
     pub namespace: String,
@@ -54,6 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         namespace: args.namespace,
         ca_bundle,
         failure_policy: args.failure_policy,
+        url: args.url,
         ..WebhookOptions::default()
     };
     let config = webhook::render(&rules, &options);
@@ -77,6 +85,9 @@ fn header(args: &Args) -> String {
     );
     if args.service != defaults.service {
         command.push_str(&format!(" --service {}", shell_word(&args.service)));
+    }
+    if let Some(url) = &args.url {
+        command.push_str(&format!(" --url {}", shell_word(url.as_str())));
     }
     if args.namespace != defaults.namespace {
         command.push_str(&format!(" --namespace {}", shell_word(&args.namespace)));

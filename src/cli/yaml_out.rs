@@ -9,17 +9,89 @@
 //! as literal blocks when a block keeps them exactly. Numbers are written as JSON writes
 //! them (`1e21`), which go-yaml and YAML 1.2 read as numbers; a strict YAML 1.1 reader
 //! wants a `.` in a float and would read such a number as a string.
+//!
+//! The same rules write values into a file a person keeps (`graft test --update`), in
+//! its layout ([`Layout`]): block style with its sequence indentation, or flow style.
 
 use std::fmt::{self, Write as _};
 
 use serde_json::{Map, Value};
 
+/// How a document is laid out. The default is kubectl's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Layout {
+    /// How far a mapping's sequence value is indented past its key: kubectl writes 0
+    /// (`key:` then `- item` at the key's column), many hand-written files 2.
+    pub sequence_indent: usize,
+    /// Strings holding `"` or `\` that cannot be plain are single-quoted, which reads
+    /// better than escaping them (a JSON annotation value), when the string allows it.
+    pub single_quotes: bool,
+}
+
 /// Serialises `value` as one YAML document that YAML 1.1 and 1.2 readers read back as
 /// `value`.
 pub fn to_string(value: &Value) -> Result<String, fmt::Error> {
+    to_string_with(value, Layout::default())
+}
+
+/// [`to_string`] in `layout`.
+pub fn to_string_with(value: &Value, layout: Layout) -> Result<String, fmt::Error> {
     let mut out = String::new();
-    write_node(&mut out, value, Position::Document)?;
+    Writer {
+        out: &mut out,
+        layout,
+    }
+    .node(value, Position::Document)?;
     Ok(out)
+}
+
+/// `value` in flow style, on one line: `{op: add, path: /a, value: [1, 2]}`.
+pub fn to_flow_string(value: &Value, layout: Layout) -> Result<String, fmt::Error> {
+    let mut out = String::new();
+    write_flow(&mut out, value, layout)?;
+    Ok(out)
+}
+
+/// A scalar (or empty collection) as it would be written after `key:` or `- `, without
+/// the space; `block_indent` is the column of a literal block's lines, and `flow` says
+/// the scalar sits inside a flow collection, where only one-line forms can go.
+pub fn scalar_text(
+    value: &Value,
+    layout: Layout,
+    block_indent: usize,
+    flow: bool,
+) -> Result<String, fmt::Error> {
+    let mut out = String::new();
+    match value {
+        Value::String(text) if flow => write_flow_string(&mut out, text, layout)?,
+        Value::String(text) => write_string(&mut out, text, block_indent.max(1), layout)?,
+        other => write_flow(&mut out, other, layout)?,
+    }
+    Ok(out)
+}
+
+/// `text` single-quoted, when a single-quoted scalar can hold it on one line.
+pub fn single_quoted(text: &str) -> Option<String> {
+    let quotable = text.chars().all(is_printable);
+    quotable.then(|| format!("'{}'", text.replace('\'', "''")))
+}
+
+/// `text` double-quoted, escaping what a reader would change.
+pub fn double_quoted(text: &str) -> String {
+    let mut out = String::new();
+    // Writing to a String does not fail.
+    let _ = write_double_quoted(&mut out, text);
+    out
+}
+
+/// Whether `text` can be written unquoted (inside a flow collection when `flow`) and
+/// read back as this string by any YAML 1.1 or 1.2 reader.
+pub fn is_plain(text: &str, flow: bool) -> bool {
+    if flow {
+        is_flow_plain_safe(text)
+    } else {
+        is_plain_safe(text)
+    }
 }
 
 /// What the current line already holds when a node is written.
@@ -54,73 +126,133 @@ impl Position {
 /// up on implicit keys at 128.
 const MAX_IMPLICIT_KEY: usize = 128;
 
-fn write_node(out: &mut String, value: &Value, position: Position) -> fmt::Result {
+struct Writer<'o> {
+    out: &'o mut String,
+    layout: Layout,
+}
+
+impl Writer<'_> {
+    fn node(&mut self, value: &Value, position: Position) -> fmt::Result {
+        match value {
+            Value::Object(map) if !map.is_empty() => self.mapping(map, position),
+            Value::Array(items) if !items.is_empty() => self.sequence(items, position),
+            scalar => {
+                if let Position::AfterKey(_) = position {
+                    self.out.push(' ');
+                }
+                match scalar {
+                    Value::String(text) => {
+                        write_string(self.out, text, position.block_indent(), self.layout)?;
+                    }
+                    other => write_flow(self.out, other, self.layout)?,
+                }
+                self.out.push('\n');
+                Ok(())
+            }
+        }
+    }
+
+    fn mapping(&mut self, map: &Map<String, Value>, position: Position) -> fmt::Result {
+        let column = position.child_indent();
+        // After `- ` the first entry shares the dash's line, as kubectl writes it.
+        let mut on_fresh_line = !matches!(position, Position::AfterDash(_));
+        if let Position::AfterKey(_) = position {
+            self.out.push('\n');
+        }
+        for (key, value) in map {
+            if on_fresh_line {
+                indent(self.out, column);
+            }
+            on_fresh_line = true;
+            let start = self.out.len();
+            write_key(self.out, key)?;
+            if self.out[start..].chars().count() > MAX_IMPLICIT_KEY {
+                self.out.insert_str(start, "? ");
+                self.out.push('\n');
+                indent(self.out, column);
+            }
+            self.out.push(':');
+            self.node(value, Position::AfterKey(column))?;
+        }
+        Ok(())
+    }
+
+    fn sequence(&mut self, items: &[Value], position: Position) -> fmt::Result {
+        // A mapping's sequence value sits at the key's column, as kubectl writes it,
+        // or as far past it as the layout says.
+        let column = match position {
+            Position::Document => 0,
+            Position::AfterKey(column) => column + self.layout.sequence_indent,
+            Position::AfterDash(column) => column + 2,
+        };
+        let mut on_fresh_line = !matches!(position, Position::AfterDash(_));
+        if let Position::AfterKey(_) = position {
+            self.out.push('\n');
+        }
+        for item in items {
+            if on_fresh_line {
+                indent(self.out, column);
+            }
+            on_fresh_line = true;
+            self.out.push_str("- ");
+            self.node(item, Position::AfterDash(column))?;
+        }
+        Ok(())
+    }
+}
+
+/// A value in flow style. Strings are never literal blocks here: a flow collection
+/// holds no block.
+fn write_flow(out: &mut String, value: &Value, layout: Layout) -> fmt::Result {
     match value {
-        Value::Object(map) if !map.is_empty() => write_mapping(out, map, position),
-        Value::Array(items) if !items.is_empty() => write_sequence(out, items, position),
-        scalar => {
-            if let Position::AfterKey(_) = position {
-                out.push(' ');
+        Value::Null => out.push_str("null"),
+        Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+        Value::Number(number) => write!(out, "{number}")?,
+        Value::String(text) => write_flow_string(out, text, layout)?,
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                write_flow(out, item, layout)?;
             }
-            match scalar {
-                Value::Null => out.push_str("null"),
-                Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
-                Value::Number(number) => write!(out, "{number}")?,
-                Value::String(text) => write_string(out, text, position.block_indent())?,
-                Value::Object(_) => out.push_str("{}"),
-                Value::Array(_) => out.push_str("[]"),
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (index, (key, item)) in map.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                write_flow_string(out, key, layout)?;
+                out.push_str(": ");
+                write_flow(out, item, layout)?;
             }
-            out.push('\n');
-            Ok(())
+            out.push('}');
         }
-    }
-}
-
-fn write_mapping(out: &mut String, map: &Map<String, Value>, position: Position) -> fmt::Result {
-    let column = position.child_indent();
-    // After `- ` the first entry shares the dash's line, as kubectl writes it.
-    let mut on_fresh_line = !matches!(position, Position::AfterDash(_));
-    if let Position::AfterKey(_) = position {
-        out.push('\n');
-    }
-    for (key, value) in map {
-        if on_fresh_line {
-            indent(out, column);
-        }
-        on_fresh_line = true;
-        let start = out.len();
-        write_key(out, key)?;
-        if out[start..].chars().count() > MAX_IMPLICIT_KEY {
-            out.insert_str(start, "? ");
-            out.push('\n');
-            indent(out, column);
-        }
-        out.push(':');
-        write_node(out, value, Position::AfterKey(column))?;
     }
     Ok(())
 }
 
-fn write_sequence(out: &mut String, items: &[Value], position: Position) -> fmt::Result {
-    // A mapping's sequence value sits at the key's column, as kubectl writes it.
-    let column = match position {
-        Position::Document => 0,
-        Position::AfterKey(column) => column,
-        Position::AfterDash(column) => column + 2,
-    };
-    let mut on_fresh_line = !matches!(position, Position::AfterDash(_));
-    if let Position::AfterKey(_) = position {
-        out.push('\n');
+fn write_flow_string(out: &mut String, text: &str, layout: Layout) -> fmt::Result {
+    if is_flow_plain_safe(text) {
+        out.push_str(text);
+        return Ok(());
     }
-    for item in items {
-        if on_fresh_line {
-            indent(out, column);
-        }
-        on_fresh_line = true;
-        out.push_str("- ");
-        write_node(out, item, Position::AfterDash(column))?;
+    write_quoted(out, text, layout)
+}
+
+/// Double quotes, or single quotes where the layout prefers them and they keep the text.
+fn write_quoted(out: &mut String, text: &str, layout: Layout) -> fmt::Result {
+    if layout.single_quotes
+        && text.contains(['"', '\\'])
+        && let Some(quoted) = single_quoted(text)
+    {
+        out.push_str(&quoted);
+        return Ok(());
     }
-    Ok(())
+    write_double_quoted(out, text)
 }
 
 fn indent(out: &mut String, column: usize) {
@@ -138,13 +270,13 @@ fn write_key(out: &mut String, key: &str) -> fmt::Result {
 }
 
 /// `block_indent` is the column of a literal block's lines.
-fn write_string(out: &mut String, text: &str, block_indent: usize) -> fmt::Result {
+fn write_string(out: &mut String, text: &str, block_indent: usize, layout: Layout) -> fmt::Result {
     if is_plain_safe(text) {
         out.push_str(text);
         return Ok(());
     }
     let Some(body) = literal_block_body(text) else {
-        return write_double_quoted(out, text);
+        return write_quoted(out, text, layout);
     };
     // `|` keeps the one final newline, `|-` strips it when there was none.
     out.push_str(if body.len() < text.len() { "|" } else { "|-" });
@@ -228,6 +360,13 @@ fn is_plain_safe(text: &str) -> bool {
         && !resolves_to_non_string(text)
 }
 
+/// [`is_plain_safe`], and read back as this string inside a flow collection too, where
+/// `,`, `[`, `]`, `{` and `}` end a plain scalar, and where older readers (libyaml 0.1,
+/// go-yaml v2) refuse a `:` or `?` inside one.
+fn is_flow_plain_safe(text: &str) -> bool {
+    is_plain_safe(text) && !text.contains([',', '[', ']', '{', '}', ':', '?'])
+}
+
 /// Whether a plain `text` is read as something other than a string by YAML 1.1, the
 /// YAML 1.2 core schema or go-yaml v2: null, a boolean, a number, a timestamp, a merge
 /// or value key. Case is ignored throughout: some readers ignore it, and quoting a
@@ -282,7 +421,7 @@ fn is_timestamp(lower: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -591,7 +730,7 @@ mod tests {
         assert_eq!(yaml, format!("{short}: v\n"));
     }
 
-    fn scalar_text() -> impl Strategy<Value = String> {
+    pub(in crate::cli) fn scalar_text() -> impl Strategy<Value = String> {
         prop::collection::vec(
             prop::sample::select(vec![
                 "a", "Y", "n", "on", "0", "1", "_", ".", "e", "x", "b", "+", "-", ":", "#", " ",
@@ -603,7 +742,7 @@ mod tests {
         .prop_map(|parts| parts.concat())
     }
 
-    fn tree() -> impl Strategy<Value = Value> {
+    pub(in crate::cli) fn tree() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             scalar_text().prop_map(Value::String),
             any::<i64>().prop_map(Value::from),

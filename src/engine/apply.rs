@@ -5,23 +5,26 @@ use super::Failure;
 use super::edit::{Editor, MergeOptions};
 use super::plan::{Planned, Target};
 use super::run::failure;
+use super::typed_writes::{WriteTypes, Written};
 use crate::jsonpath::{self, Token};
 use crate::k8s::merge_keys;
 use crate::policy::compiled::{Foreach, MutationKind};
 use crate::tree::Tree;
 
-/// Applies the plan made against `before`, the object as the policy found it.
+/// Applies the plan made against `before`, the object as the policy found it, each
+/// value checked against `types`, when given, before it is written.
 pub(super) fn apply(
     editor: &mut Editor<'_, '_>,
     plan: Vec<Planned<'_>>,
     before: &Tree<'_>,
+    types: Option<&WriteTypes>,
 ) -> Result<(), Failure> {
     for planned in plan {
         if let Some((foreach, selected)) = &planned.foreach {
             check_elements(before, editor.object(), foreach, selected)?;
         }
         for target in planned.targets {
-            apply_target(editor, (planned.field, planned.kind), target)?;
+            apply_target(editor, (planned.field, planned.kind), target, types)?;
         }
     }
     Ok(())
@@ -129,8 +132,13 @@ fn apply_target(
     editor: &mut Editor<'_, '_>,
     (field, kind): (&str, &MutationKind),
     target: Target,
+    types: Option<&WriteTypes>,
 ) -> Result<(), Failure> {
     let Target { base, value } = target;
+    let checked = |at: &[Token], value: &Tree<'_>, written| match types {
+        Some(types) => types.check(&format!("{field}.value"), at, value, written),
+        None => Ok(()),
+    };
     match (kind, value) {
         (
             MutationKind::Set {
@@ -144,6 +152,7 @@ fn apply_target(
                 *if_absent && jsonpath::get(editor.object(), at).is_some_and(|v| !v.is_null())
             };
             write_each(editor, locations, value, present, |editor, at, value| {
+                checked(at, &value, Written::Whole)?;
                 editor
                     .set(at, value)
                     .map_err(|e| failure(format!("{field}.path"), e))
@@ -173,6 +182,7 @@ fn apply_target(
                 value,
                 |_, _| false,
                 |editor, at, value| {
+                    checked(at, &value, Written::Whole)?;
                     editor
                         .merge_with(at, value, options)
                         .map_err(|e| failure(format!("{field}.value"), e))
@@ -192,6 +202,7 @@ fn apply_target(
                 ));
             };
             let items = items.clone();
+            let list = value;
             let locations = below(editor.object(), &base, path, true)
                 .map_err(|e| failure(format!("{field}.path"), e))?;
             write_each(
@@ -200,6 +211,7 @@ fn apply_target(
                 items,
                 |_, _| false,
                 |editor, at, items| {
+                    checked(at, &list, Written::Items)?;
                     editor
                         .append(at, items, *position)
                         .map_err(|e| failure(format!("{field}.path"), e))

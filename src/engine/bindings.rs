@@ -1,11 +1,14 @@
 //! The JSON bindings a review's CEL expressions share: `request` with the fields the
-//! candidates read, and `namespaceObject`, each built on first use.
+//! candidates read, and `namespaceObject`, each built on first use; and the types of
+//! the objects its policies write to, looked up once.
 
 use std::cell::OnceCell;
 
 use super::matching::RequestFacts;
+use super::typed_writes::WriteTypes;
 use crate::expr::{RequestFields, request_fields};
 use crate::k8s::admission_request::AdmissionRequest;
+use crate::k8s::schema;
 use crate::tree::{Map, Tree};
 
 /// The `request` variable CEL expressions see, with the fields in `fields`: those the
@@ -65,6 +68,10 @@ pub struct SharedBindings {
     request: OnceCell<Tree<'static>>,
     /// `None` for a cluster-scoped request (CEL `null`).
     namespace_object: OnceCell<Option<Tree<'static>>>,
+    /// The table's type of the request's kind, and of a Pod (what a `podControllers`
+    /// policy writes to); `None` when the table lacks it.
+    request_type: OnceCell<Option<WriteTypes>>,
+    pod_type: OnceCell<Option<WriteTypes>>,
 }
 
 impl SharedBindings {
@@ -74,6 +81,32 @@ impl SharedBindings {
             request_fields,
             request: OnceCell::new(),
             namespace_object: OnceCell::new(),
+            request_type: OnceCell::new(),
+            pod_type: OnceCell::new(),
+        }
+    }
+
+    /// The type of the object a policy run with `facts` writes to: a Pod for pods (and
+    /// a pod template's stand-in, whose facts are a Pod's), the request's kind otherwise.
+    pub(super) fn write_types(
+        &self,
+        facts: &RequestFacts<'_>,
+        request: &AdmissionRequest<'_>,
+    ) -> Option<&WriteTypes> {
+        let table = || schema::builtin().ok();
+        if facts.group.is_empty() && facts.resource == "pods" && facts.subresource.is_empty() {
+            self.pod_type
+                .get_or_init(|| table()?.kind("", "v1", "Pod").map(WriteTypes::new))
+                .as_ref()
+        } else {
+            let kind = &request.kind;
+            self.request_type
+                .get_or_init(|| {
+                    table()?
+                        .kind(&kind.group, &kind.version, &kind.kind)
+                        .map(WriteTypes::new)
+                })
+                .as_ref()
         }
     }
 

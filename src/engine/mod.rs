@@ -21,6 +21,7 @@ mod plan;
 mod pod_template;
 mod run;
 mod schedule;
+mod typed_writes;
 mod versions;
 
 use std::collections::BTreeMap;

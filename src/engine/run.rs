@@ -143,7 +143,12 @@ fn look<'p>(
     // Phase 2: apply. Keeping the root the policy started from is what undoes its
     // writes when it fails or only audits.
     let before = object.clone();
-    let applied = apply(&mut Editor::new(object), plan, &before);
+    let types = if policy.checks_written_types {
+        shared.write_types(facts, request)
+    } else {
+        None
+    };
+    let applied = apply(&mut Editor::new(object), plan, &before, types);
     if let Err(error) = applied {
         **object = before;
         return Err(error);

@@ -172,6 +172,13 @@ fn results_must_be_of_the_type_their_place_needs() {
         refused("object.data.a", AdmissionKind::MatchCondition),
         "must evaluate to bool but got dyn"
     );
+    assert_eq!(
+        refused(
+            "object.spec.?hostNetwork.orValue(false)",
+            AdmissionKind::MatchCondition
+        ),
+        "must evaluate to bool but got dyn"
+    );
     for (source, kind) in [
         (
             "true ? Object{} : Object{spec: Object.spec{}}",

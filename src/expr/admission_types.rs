@@ -13,6 +13,8 @@ use std::fmt;
 
 use cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 
+use crate::k8s::schema::{Scalar, Shape, TypeRef};
+
 /// A CEL type, as cel-go prints it (`FormatCELType`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ty {
@@ -35,6 +37,9 @@ pub enum Ty {
     /// The element of an empty list literal: whatever it is joined with (printed `dyn`,
     /// as cel-go prints a type parameter nothing bound).
     Free,
+    /// An object of a Kubernetes struct type (`core.v1.PodSpec`), when the kind an
+    /// expression reads is known ([`Scope::with_object`]): its fields have their types.
+    Kube(TypeRef<'static>),
 }
 
 impl fmt::Display for Ty {
@@ -55,6 +60,10 @@ impl fmt::Display for Ty {
             Ty::Map(key, value) => write!(f, "map({key}, {value})"),
             Ty::Optional(inner) => write!(f, "optional_type({inner})"),
             Ty::Struct(name) => f.write_str(name),
+            Ty::Kube(ty) => match ty.shape() {
+                Shape::Struct(s) => f.write_str(s.name()),
+                _ => f.write_str("dyn"),
+            },
         }
     }
 }
@@ -113,9 +122,50 @@ pub fn join(a: Ty, b: Ty) -> Option<Ty> {
 pub struct Scope {
     /// Comprehension variables, innermost last, with their types where known.
     locals: Vec<(String, Option<Ty>)>,
+    /// The type of `object` and `oldObject`, when known; `dyn` otherwise.
+    object: Option<TypeRef<'static>>,
+}
+
+/// The CEL type of a value of a Kubernetes type, as graft's conversion from JSON makes
+/// it: strings (times and base64 too) are strings, integers ints; a number, a quantity
+/// and an int-or-string may be several types, so `dyn`.
+pub fn of_kube(ty: TypeRef<'static>) -> Ty {
+    match ty.shape() {
+        Shape::Scalar(Scalar::String | Scalar::Byte | Scalar::DateTime) => Ty::String,
+        Shape::Scalar(Scalar::Integer | Scalar::Int32) => Ty::Int,
+        Shape::Scalar(Scalar::Boolean) => Ty::Bool,
+        Shape::Scalar(_) => Ty::Dyn,
+        Shape::Struct(_) => Ty::Kube(ty),
+        Shape::List(list) => Ty::List(Box::new(of_kube(list.element()))),
+        Shape::Map(map) => Ty::Map(Box::new(Ty::String), Box::new(of_kube(map.element()))),
+    }
+}
+
+/// The type of field `name` of a value of type `ty`, when `ty` has fields.
+fn field_of(ty: &Ty, name: &str) -> Option<Ty> {
+    match ty {
+        Ty::Dyn => Some(Ty::Dyn),
+        Ty::Map(_, value) => Some(*value.clone()),
+        Ty::Kube(kube) => match kube.shape() {
+            Shape::Struct(fields) => match fields.field(name) {
+                Some(field) => Some(of_kube(field)),
+                None => fields.preserves_unknown().then_some(Ty::Dyn),
+            },
+            _ => Some(Ty::Dyn),
+        },
+        _ => None,
+    }
 }
 
 impl Scope {
+    /// A scope where `object` and `oldObject` are of the Kubernetes type `object`.
+    pub fn with_object(object: TypeRef<'static>) -> Scope {
+        Scope {
+            locals: Vec::new(),
+            object: Some(object),
+        }
+    }
+
     fn local(&self, name: &str) -> Option<&Option<Ty>> {
         self.locals
             .iter()
@@ -139,7 +189,8 @@ impl Scope {
             Expr::Ident(name) => match self.local(name) {
                 Some(ty) => ty.clone(),
                 None => match name.as_str() {
-                    "object" | "oldObject" | "params" => Some(Ty::Dyn),
+                    "object" | "oldObject" => Some(self.object.map_or(Ty::Dyn, of_kube)),
+                    "params" => Some(Ty::Dyn),
                     _ => None,
                 },
             },
@@ -153,6 +204,7 @@ impl Scope {
                 match self.infer(&select.operand)? {
                     Ty::Dyn => Some(Ty::Dyn),
                     Ty::Map(_, value) => Some(*value),
+                    kube @ Ty::Kube(_) => field_of(&kube, &select.field),
                     Ty::Struct(name) if name == super::structs::JSON_PATCH => {
                         Some(if select.field == "value" {
                             Ty::Dyn
@@ -293,11 +345,47 @@ impl Scope {
                 Ty::List(element) => *element,
                 Ty::Map(_, value) => *value,
                 Ty::Dyn => Ty::Dyn,
+                // Indexing an optional indexes its value, if any (`a.?b['c']`): cel-go's
+                // `optional_type(map(K, V))[K]`, whose `V` an optional of `dyn` leaves
+                // free (`orValue` then takes its default's type).
+                Ty::Optional(inner) => Ty::Optional(Box::new(match *inner {
+                    Ty::List(element) => *element,
+                    Ty::Map(_, value) => *value,
+                    Ty::Dyn | Ty::Free => Ty::Free,
+                    Ty::Kube(kube) => field_of(&Ty::Kube(kube), literal_key(args.get(1)?)?)?,
+                    _ => return None,
+                })),
+                kube @ Ty::Kube(_) => field_of(&kube, literal_key(args.get(1)?)?)?,
                 _ => return None,
             },
-            operators::OPT_INDEX | operators::OPT_SELECT => match self.infer(args.first()?)? {
-                Ty::Dyn => Ty::Optional(Box::new(Ty::Dyn)),
-                Ty::Optional(inner) if *inner == Ty::Dyn => Ty::Optional(inner),
+            // `a.?b`: cel-go's `select_optional_field(dyn, string) -> optional_type(dyn)`.
+            operators::OPT_SELECT => match self.infer(args.first()?)? {
+                Ty::Dyn | Ty::Free => Ty::Optional(Box::new(Ty::Dyn)),
+                Ty::Optional(inner) if matches!(*inner, Ty::Dyn | Ty::Free) => {
+                    Ty::Optional(Box::new(Ty::Dyn))
+                }
+                Ty::Optional(inner) if self.object.is_some() => {
+                    Ty::Optional(Box::new(self.member(&inner, args.get(1)?)?))
+                }
+                operand if self.object.is_some() => {
+                    Ty::Optional(Box::new(self.member(&operand, args.get(1)?)?))
+                }
+                _ => return None,
+            },
+            // `a[?k]`: `map(K, V)[?K] -> optional_type(V)`, `V` free for a `dyn` operand.
+            operators::OPT_INDEX => match self.infer(args.first()?)? {
+                Ty::Dyn | Ty::Free => Ty::Optional(Box::new(Ty::Free)),
+                Ty::Optional(inner) if matches!(*inner, Ty::Dyn | Ty::Free) => {
+                    Ty::Optional(Box::new(Ty::Free))
+                }
+                Ty::List(element) => Ty::Optional(element),
+                Ty::Map(_, value) => Ty::Optional(value),
+                Ty::Optional(inner) if self.object.is_some() => {
+                    Ty::Optional(Box::new(self.member(&inner, args.get(1)?)?))
+                }
+                operand if self.object.is_some() => {
+                    Ty::Optional(Box::new(self.member(&operand, args.get(1)?)?))
+                }
                 _ => return None,
             },
             operators::ADD => {
@@ -331,7 +419,17 @@ impl Scope {
             "size" | "indexOf" | "lastIndexOf" | "compareTo" | "major" | "minor" | "patch" => {
                 Ty::Int
             }
-            "orValue" => args.first().and_then(|arg| self.infer(arg))?,
+            // The value or the default, as cel-go's `optional_type(T).orValue(T)` unifies
+            // them: `optional_type(dyn).orValue(false)` is `dyn`, an optional whose `T`
+            // is still free takes the default's type.
+            "orValue" => {
+                let default = args.first().and_then(|arg| self.infer(arg))?;
+                match self.infer(target)? {
+                    Ty::Optional(inner) if *inner == Ty::Free => default,
+                    Ty::Optional(inner) => join(*inner, default)?,
+                    _ => return None,
+                }
+            }
             "value" => match self.infer(target)? {
                 Ty::Optional(inner) => *inner,
                 _ => return None,
@@ -348,6 +446,26 @@ impl Scope {
                 return self.function(&format!("{qualified}.{name}"), args);
             }
         })
+    }
+}
+
+impl Scope {
+    /// The type of `operand.?key` or `operand[?key]`'s value: a field, a map's value, a
+    /// list's item.
+    fn member(&mut self, operand: &Ty, key: &IdedExpr) -> Option<Ty> {
+        match operand {
+            Ty::List(element) => Some(*element.clone()),
+            other => field_of(other, literal_key(key)?),
+        }
+    }
+}
+
+/// A string literal key (`'labels'`, or the field of `a.?labels`, which the parser
+/// passes as a string literal).
+fn literal_key(node: &IdedExpr) -> Option<&str> {
+    match &node.expr {
+        Expr::Literal(LiteralValue::String(key)) => Some(key.inner()),
+        _ => None,
     }
 }
 

@@ -30,6 +30,9 @@ pub struct Declarations<'a> {
     pub variables: &'a [String],
     /// Every variable of the policy, to explain one used before it is evaluated.
     pub all_variables: &'a [String],
+    /// The Kubernetes type of `object`, when the policy matches one kind: its fields'
+    /// types are held to the operators applied to them.
+    pub object: Option<crate::k8s::schema::TypeRef<'static>>,
 }
 
 impl Declarations<'static> {
@@ -38,6 +41,7 @@ impl Declarations<'static> {
         params: &Tree::Null,
         variables: &[],
         all_variables: &[],
+        object: None,
     };
 }
 

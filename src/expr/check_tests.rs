@@ -16,6 +16,7 @@ fn checked(source: &str) -> Result<(), CheckError> {
         params: &params,
         variables: &all[..1],
         all_variables: &all,
+        object: None,
     };
     checked_in(source, &declarations)
 }

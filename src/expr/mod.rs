@@ -51,6 +51,7 @@ mod structs;
 pub mod template;
 #[cfg(test)]
 mod tests;
+mod type_errors;
 mod urls;
 mod view;
 mod walk;
@@ -240,6 +241,12 @@ impl Expression {
             .map_err(|e| ExprError::Compile(e.to_string()))?;
         limits::check(program.expression()).map_err(ExprError::Compile)?;
         check::check(program.expression(), env, declarations).map_err(ExprError::Check)?;
+        if let Some(error) = type_errors::first(program.expression(), declarations.object) {
+            return Err(ExprError::Check(check::CheckError {
+                message: error.message,
+                hint: Some(error.hint),
+            }));
+        }
         let (folded_expression, folded) =
             fold_params(program.expression(), declarations.params, env);
         let (followed_expression, paths) = paths::rewrite(&folded_expression, &folded);

@@ -27,6 +27,7 @@ fn declarations() -> Declarations<'static> {
         params: &PARAMS,
         variables: &VARIABLES,
         all_variables: &VARIABLES,
+        object: None,
     }
 }
 

@@ -54,6 +54,7 @@ fn declarations() -> Declarations<'static> {
         params: &PARAMS,
         variables: &[],
         all_variables: &[],
+        object: None,
     }
 }
 

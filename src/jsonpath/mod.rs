@@ -28,6 +28,14 @@ pub enum Token {
     Index(i64),
 }
 
+/// A segment of a path, for the type of what it selects: one of some keys, or items
+/// (indices, slices, wildcards and filters select items of a list, or values of a map).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeSegment<'p> {
+    Names(Vec<&'p str>),
+    Item,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
     #[error("invalid JSONPath {path:?}: {reason}")]
@@ -106,6 +114,44 @@ impl JsonPath {
                 Segment::Selector(Selector::Name(name)) => Some(name.as_str()),
                 _ => None,
             })
+    }
+
+    /// The path's segments as far as the type of what they select goes, or `None` for a
+    /// path with a descendant segment or a segment mixing names with other selectors.
+    pub fn type_segments(&self) -> Option<Vec<TypeSegment<'_>>> {
+        let selector = |selector: &'_ Selector| match selector {
+            Selector::Name(_) => None,
+            Selector::Wildcard | Selector::Index(_) | Selector::Slice(..) | Selector::Filter(_) => {
+                Some(TypeSegment::Item)
+            }
+        };
+        self.query
+            .segments
+            .iter()
+            .map(|segment| match segment {
+                Segment::Descendant(_) => None,
+                Segment::Selector(Selector::Name(name)) => {
+                    Some(TypeSegment::Names(vec![name.as_str()]))
+                }
+                Segment::Selector(other) => selector(other),
+                Segment::Selectors(selectors) => {
+                    let names: Vec<&str> = selectors
+                        .iter()
+                        .filter_map(|s| match s {
+                            Selector::Name(name) => Some(name.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    if names.len() == selectors.len() {
+                        Some(TypeSegment::Names(names))
+                    } else if names.is_empty() {
+                        Some(TypeSegment::Item)
+                    } else {
+                        None
+                    }
+                }
+            })
+            .collect()
     }
 
     /// True when the path selects its root itself (`$`).

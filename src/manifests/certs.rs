@@ -15,12 +15,8 @@ use rcgen::{
     Issuer, KeyPair, KeyUsagePurpose,
 };
 
-use crate::manifests::webhook::{MAIN_WEBHOOK, STATUS_WEBHOOK};
-
 /// Name of the Secret the Deployment mounts at `/etc/graft/tls`.
 pub const SECRET_NAME: &str = "graft-tls";
-/// Name of the MutatingWebhookConfiguration the caBundle patch targets.
-pub const WEBHOOK_CONFIGURATION_NAME: &str = "graft";
 
 const SECONDS_PER_DAY: u64 = 24 * 60 * 60;
 /// Certificates start one hour in the past so that a node with a slightly slow clock
@@ -244,27 +240,6 @@ pub fn secret_yaml(bundle: &CertBundle, namespace: &str) -> Result<String, CertE
     })
 }
 
-/// A strategic-merge patch for kustomize that sets `caBundle` on both of graft's webhooks.
-///
-/// Webhooks merge by `name`, so the patch leaves every other field as rendered.
-pub fn cabundle_patch_yaml(ca_pem: &str) -> Result<String, CertError> {
-    let ca_bundle = BASE64.encode_to_string(ca_pem);
-    let webhooks: Vec<serde_json::Value> = [MAIN_WEBHOOK, STATUS_WEBHOOK]
-        .iter()
-        .map(|name| serde_json::json!({"name": name, "clientConfig": {"caBundle": ca_bundle}}))
-        .collect();
-    let patch = serde_json::json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": WEBHOOK_CONFIGURATION_NAME},
-        "webhooks": webhooks,
-    });
-    serde_yaml::to_string(&patch).map_err(|source| CertError::Yaml {
-        what: "webhook-cabundle-patch.yaml",
-        source,
-    })
-}
-
 fn common_name(name: &str) -> DistinguishedName {
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, name);
@@ -346,12 +321,5 @@ mod tests {
             days: 0,
         };
         assert!(matches!(generate(&options), Err(CertError::ZeroDays)));
-    }
-
-    #[test]
-    fn patch_targets_both_webhooks() {
-        let patch = cabundle_patch_yaml("PEM").unwrap();
-        assert!(patch.contains(MAIN_WEBHOOK) && patch.contains(STATUS_WEBHOOK));
-        assert!(patch.contains(&BASE64.encode_to_string("PEM")));
     }
 }

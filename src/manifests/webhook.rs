@@ -20,6 +20,8 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
 use serde::Serialize;
 
+use super::webhook_url::WebhookUrl;
+
 /// Name of the webhook for pods and every resource that is not a `*/status` subresource.
 pub const MAIN_WEBHOOK: &str = "pods.graft.dev";
 /// Name of the webhook for `*/status` subresources (`nodes/status`).
@@ -65,8 +67,12 @@ pub struct WebhookOptions {
     pub service: String,
     /// The namespace graft runs in; always excluded so graft can restart itself.
     pub namespace: String,
+    /// Where graft serves the webhooks: the Service's path, or appended to `url`'s.
     pub path: String,
     pub port: u16,
+    /// The URL the apiserver calls instead of the Service (`service` and `port` then
+    /// unused), with `path` appended.
+    pub url: Option<WebhookUrl>,
     /// Base64 of the CA bundle (PEM) that signed graft's serving certificate, if known.
     pub ca_bundle: Option<String>,
     /// Failure policy of the main webhook; the status webhook is always `Ignore`.
@@ -82,6 +88,7 @@ impl Default for WebhookOptions {
             namespace: "graft".to_string(),
             path: "/mutate".to_string(),
             port: 443,
+            url: None,
             ca_bundle: None,
             failure_policy: FailurePolicy::Ignore,
             timeout_seconds: 10,
@@ -120,12 +127,16 @@ pub struct Webhook {
     pub timeout_seconds: u32,
 }
 
+/// How the apiserver reaches a webhook: exactly one of `service` and `url`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<String>,
-    pub service: ServiceReference,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceReference>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -278,15 +289,7 @@ fn webhook(
     Webhook {
         name: name.to_string(),
         admission_review_versions: vec!["v1".to_string()],
-        client_config: ClientConfig {
-            ca_bundle: options.ca_bundle.clone(),
-            service: ServiceReference {
-                name: options.service.clone(),
-                namespace: options.namespace.clone(),
-                path: options.path.clone(),
-                port: options.port,
-            },
-        },
+        client_config: client_config(options),
         failure_policy,
         // Equivalent: a policy on apps/v1 statefulsets also sees requests made through
         // another version of the same resource, converted by the apiserver.
@@ -304,6 +307,27 @@ fn webhook(
         rules: merge_rules(rules),
         side_effects: "None",
         timeout_seconds,
+    }
+}
+
+fn client_config(options: &WebhookOptions) -> ClientConfig {
+    let ca_bundle = options.ca_bundle.clone();
+    match &options.url {
+        Some(url) => ClientConfig {
+            ca_bundle,
+            service: None,
+            url: Some(url.join(&options.path)),
+        },
+        None => ClientConfig {
+            ca_bundle,
+            service: Some(ServiceReference {
+                name: options.service.clone(),
+                namespace: options.namespace.clone(),
+                path: options.path.clone(),
+                port: options.port,
+            }),
+            url: None,
+        },
     }
 }
 
@@ -500,6 +524,35 @@ mod tests {
             main.namespace_selector.match_expressions[0].values,
             vec!["graft", "kube-system"]
         );
+    }
+
+    #[test]
+    fn a_url_replaces_the_service_in_every_webhook() {
+        let rules = [
+            rule("pods", None, &["CREATE"]),
+            rule("nodes", Some("status"), &["UPDATE"]),
+        ];
+        let options = WebhookOptions {
+            url: Some(WebhookUrl::parse("https://127.0.0.1:8443/graft/").unwrap()),
+            ca_bundle: Some("Q0E=".to_string()),
+            ..WebhookOptions::default()
+        };
+        let config = render(&rules, &options);
+        assert_eq!(config.webhooks.len(), 2);
+        for webhook in &config.webhooks {
+            let client = &webhook.client_config;
+            assert_eq!(
+                client.url.as_deref(),
+                Some("https://127.0.0.1:8443/graft/mutate")
+            );
+            assert_eq!(client.service, None);
+            assert_eq!(client.ca_bundle.as_deref(), Some("Q0E="));
+        }
+        let default = render(&rules, &WebhookOptions::default());
+        for webhook in &default.webhooks {
+            assert_eq!(webhook.client_config.url, None);
+            assert!(webhook.client_config.service.is_some());
+        }
     }
 
     #[test]

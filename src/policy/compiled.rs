@@ -368,6 +368,10 @@ pub struct CompiledPolicy {
     pub needs: Needs,
     /// True when the policy has any CEL expression or template.
     pub uses_cel: bool,
+    /// True when what the policy writes is checked against the object's kind after it
+    /// applies (`engine::typed_writes`): its values come from templates, or it matches
+    /// resources whose kind lint could not know.
+    pub checks_written_types: bool,
     /// What the label gate tests (`engine::matching::LabelCheck`); given by the
     /// policy set, which numbers the keys.
     pub label_gate: Option<LabelGate>,

@@ -10,6 +10,9 @@ use serde::Serialize;
 pub enum Severity {
     Error,
     Warning,
+    /// Something worth knowing that is not a problem: it never fails lint, even with
+    /// `--strict` (a kind graft has no schema for).
+    Note,
 }
 
 /// One problem in a policy source, printed as `file[:line]: policy NAME: field.path: message`.
@@ -48,6 +51,13 @@ impl Finding {
     pub fn warning(file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
         Finding {
             severity: Severity::Warning,
+            ..Finding::error(file, message)
+        }
+    }
+
+    pub fn note(file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Finding {
+            severity: Severity::Note,
             ..Finding::error(file, message)
         }
     }
@@ -96,8 +106,10 @@ impl fmt::Display for Finding {
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
         }
-        if self.severity == Severity::Warning {
-            write!(f, ": warning")?;
+        match self.severity {
+            Severity::Error => {}
+            Severity::Warning => write!(f, ": warning")?,
+            Severity::Note => write!(f, ": note")?,
         }
         if let Some(policy) = &self.policy {
             let what = if self.binding { "binding" } else { "policy" };

@@ -145,14 +145,14 @@ pub async fn start(
     // An invalid policy set at startup is fatal: serving without the policies would
     // silently admit objects unmutated, and a bad rollout should stall instead.
     let loaded = policy::load(&config.policies).map_err(StartError::Policies)?;
-    let reloader = PolicyReloader {
-        paths: config.policies.clone(),
-        state: state.clone(),
+    let reloader = PolicyReloader::new(
+        config.policies.clone(),
+        state.clone(),
         // Without a way to reach the API a namespace-aware set cannot be served
         // correctly, so that is as fatal as an invalid set. The first list is not
         // awaited: /readyz reports it.
-        namespaces: NamespaceSupply::new(&config.namespaces, state.clone(), stopped.clone())?,
-    };
+        NamespaceSupply::new(&config.namespaces, state.clone(), stopped.clone())?,
+    );
     reloader.install(loaded, Duration::ZERO).await?;
     // Asked for and impossible is fatal, as for namespace data; without --events no
     // client is made at all.

@@ -5,9 +5,14 @@
 //! that is valid as a whole is installed; otherwise every finding is logged, the error is
 //! counted, and the last good set keeps serving (and `/readyz` stays ready, because
 //! serving it is correct). A missing directory is just another invalid update.
+//!
+//! The first valid reload after failed ones says at info that the error is resolved, even
+//! when the set is the running one (a broken edit reverted): otherwise the log's last word
+//! on the policies would stay the error.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -17,7 +22,7 @@ use super::State;
 use super::kube_api::ConnectError;
 use super::namespace_supply::{NamespaceSupply, RELOAD_SYNC_WAIT};
 use crate::metrics::ReloadResult;
-use crate::policy::{self, Findings, Loaded};
+use crate::policy::{self, Findings, Loaded, Severity};
 use crate::watch::{WatchConfig, WatchError, Watcher};
 
 /// Running totals of policy reload attempts, and the revision now serving; subscribe
@@ -36,14 +41,25 @@ pub struct PolicyReloadStatus {
 
 /// Watches the policy paths and installs every valid new set into [`State`].
 pub struct PolicyReloader {
-    pub paths: Vec<PathBuf>,
-    pub state: Arc<State>,
+    paths: Vec<PathBuf>,
+    state: Arc<State>,
     /// Starts the namespace cache before a set that needs it, stops it after one that
     /// does not.
-    pub namespaces: NamespaceSupply,
+    namespaces: NamespaceSupply,
+    /// Reloads that failed since the last valid one.
+    failed_in_a_row: AtomicU64,
 }
 
 impl PolicyReloader {
+    pub fn new(paths: Vec<PathBuf>, state: Arc<State>, namespaces: NamespaceSupply) -> Self {
+        PolicyReloader {
+            paths,
+            state,
+            namespaces,
+            failed_in_a_row: AtomicU64::new(0),
+        }
+    }
+
     /// The directories that hold `paths`. Made before the initial load, so that a change
     /// between that load and the first reload is not missed.
     pub fn watcher(paths: &[PathBuf], config: &WatchConfig) -> Result<Watcher, WatchError> {
@@ -71,6 +87,24 @@ impl PolicyReloader {
 
     /// Loads the set off the request path and installs it if valid and new.
     pub async fn reload(&self) -> ReloadResult {
+        let result = self.load_and_install().await;
+        if result == ReloadResult::Error {
+            self.failed_in_a_row.fetch_add(1, Ordering::Relaxed);
+            return result;
+        }
+        let failed = self.failed_in_a_row.swap(0, Ordering::Relaxed);
+        if failed > 0 {
+            tracing::info!(
+                revision = self.state.policies().revision(),
+                changed = result == ReloadResult::Success,
+                failed_reloads = failed,
+                "policy set reloaded; the earlier error is resolved"
+            );
+        }
+        result
+    }
+
+    async fn load_and_install(&self) -> ReloadResult {
         let paths = self.paths.clone();
         let loaded = match tokio::task::spawn_blocking(move || policy::load(&paths)).await {
             Ok(loaded) => loaded,
@@ -119,8 +153,13 @@ impl PolicyReloader {
             return Ok(ReloadResult::Unchanged);
         }
         self.namespaces.prepare(&loaded.set, wait).await?;
-        for warning in &loaded.warnings {
-            tracing::warn!(finding = %warning, "policy warning");
+        for finding in &loaded.warnings {
+            match finding.severity {
+                Severity::Note => tracing::info!(%finding, "policy note"),
+                Severity::Error | Severity::Warning => {
+                    tracing::warn!(%finding, "policy warning");
+                }
+            }
         }
         if loaded.set.is_empty() {
             tracing::warn!(revision, "the policy set is empty: graft changes nothing");

@@ -9,13 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// 9999-12-31T23:59:59Z: X.509's four-digit years end there.
 const LATEST_NOT_AFTER: u64 = 253_402_300_799;
 const SECONDS_PER_DAY: u64 = 24 * 60 * 60;
-const FILES: [&str; 5] = [
-    "ca.crt",
-    "tls.crt",
-    "tls.key",
-    "secret.yaml",
-    "webhook-cabundle-patch.yaml",
-];
+const FILES: [&str; 4] = ["ca.crt", "tls.crt", "tls.key", "secret.yaml"];
 
 /// A refusal: the usage exit code (a panic exits 101), the message, and nothing written.
 fn assert_refused(out: &Path, output: &Output, message: &str) {

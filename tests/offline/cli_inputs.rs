@@ -345,3 +345,131 @@ fn cluster_scoped_kinds_get_no_namespace() {
         ]
     );
 }
+
+/// What `command` is fed in [`inputs_are_files_or_standard_input`]: a pod for the
+/// commands that evaluate objects, an AdmissionReview for `review`.
+fn input_of(command: &str) -> &'static str {
+    if command == "review" {
+        "review.json"
+    } else {
+        "pod.yaml"
+    }
+}
+
+/// A directory with the team policy, a pod and an AdmissionReview of a pod.
+fn inputs_dir() -> tempfile::TempDir {
+    let review =
+        String::from_utf8(crate::support::fixture("pod-create-multus-worker.json").unwrap())
+            .unwrap();
+    files(&[
+        ("team.yaml", POLICY),
+        ("pod.yaml", POD),
+        ("review.json", &review),
+    ])
+}
+
+#[test]
+fn inputs_are_files_or_standard_input() {
+    let dir = inputs_dir();
+    for command in ["apply", "explain", "review"] {
+        let input = input_of(command);
+        let content = std::fs::read(dir.path().join(input)).unwrap();
+        let base = [command, "--policies", "team.yaml"];
+        let from_file = graft_piped(dir.path(), &[&base[..], &[input]].concat());
+        let from_dash = graft_with_stdin(dir.path(), &[&base[..], &["-"]].concat(), &content);
+        let from_nothing = graft_with_stdin(dir.path(), &base, &content);
+        for (how, output) in [
+            ("a file", &from_file),
+            ("-", &from_dash),
+            ("no file", &from_nothing),
+        ] {
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{command}, {how}: {}",
+                stderr(output)
+            );
+        }
+        let answer = stdout(&from_file);
+        // Each command's sign that the policy ran: the label, or its patch.
+        let ran = match command {
+            "apply" => answer.contains("team: infra"),
+            "explain" => answer.contains("team: applied"),
+            _ => answer.contains("\"patch\":"),
+        };
+        assert!(ran, "{command}: {answer}");
+        assert_eq!(
+            stdout(&from_dash),
+            answer,
+            "{command}: - reads standard input"
+        );
+        assert_eq!(
+            stdout(&from_nothing),
+            answer,
+            "{command}: no file reads standard input"
+        );
+    }
+}
+
+#[test]
+fn several_inputs_are_read_in_order_and_standard_input_once() {
+    let dir = inputs_dir();
+    for command in ["apply", "explain", "review"] {
+        let input = input_of(command);
+        let content = std::fs::read(dir.path().join(input)).unwrap();
+        let base = [command, "--policies", "team.yaml"];
+        let one = stdout(&graft_piped(dir.path(), &[&base[..], &[input]].concat()));
+        let output = graft_with_stdin(dir.path(), &[&base[..], &[input, "-"]].concat(), &content);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{command}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            stdout(&output),
+            one.repeat(2),
+            "{command}: a file, then standard input"
+        );
+
+        let output = graft_with_stdin(dir.path(), &[&base[..], &["-", "-"]].concat(), &content);
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        assert_eq!(
+            stderr(&output),
+            "error: standard input (-) is given more than once: it can be read only once\n",
+            "{command}"
+        );
+        // Without a file the input is standard input, which --namespaces cannot share.
+        let output = graft_with_stdin(
+            dir.path(),
+            &[&base[..], &["--namespaces", "-"]].concat(),
+            &content,
+        );
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        assert!(
+            stderr(&output).starts_with(
+                "error: --namespaces and the input cannot both be standard input (-, or no input file)"
+            ),
+            "{command}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn help_says_how_the_input_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["apply", "explain", "review"] {
+        let output = graft_piped(dir.path(), &[command, "--help"]);
+        assert_eq!(output.status.code(), Some(0), "{command}");
+        let help = stdout(&output)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(help.contains("[FILE]..."), "{command}: {help}");
+        assert!(
+            help.contains("`-` for standard input, which is also read when no file is given"),
+            "{command}: {help}"
+        );
+    }
+}

@@ -212,6 +212,7 @@ fn misused_mutation_kinds() {
          a.yaml:15: policy misused: spec.mutations[3].jsonPatch: jsonPatch cannot run under foreach: its pointers are not relative to an element (hint: use set, merge, append or remove, whose paths start at the element with @)\n\
          a.yaml:16: policy misused: spec.mutations[4].append.value: append takes a list of the items to add (hint: wrap the item in a list: value: [{key: example, operator: Exists}])\n\
          a.yaml:18: policy misused: spec.mutations[5].remove.path: a foreach mutation cannot remove its element (hint: remove with a filter instead: remove: {path: \"$.spec.containers[?@.name == 'debug']\"})\n\
+         a.yaml:20: warning: policy misused: spec.mutations[6].set.value: Pod has no field a: the apiserver drops what is written there\n\
          a.yaml:19: policy misused: spec.mutations[6].when: `element` and `index` are bound only in a mutation with foreach (hint: add foreach: <JSONPath> to the mutation, or read the value from object)\n\
          a.yaml:21: warning: policy misused: spec.mutations[7].merge.value: with ifAbsent a null removes nothing: the key is left as it is (hint: drop the null, or remove the key in a merge without ifAbsent)",
     );
@@ -355,7 +356,7 @@ fn webhook_config_coverage_warns_about_requests_never_sent() {
             .output()
             .unwrap()
     };
-    let committed = run(&root.join("deploy/base/webhook.yaml"));
+    let committed = run(&root.join("deploy/examples/webhook.yaml"));
     assert_eq!(committed.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&committed.stdout),
@@ -516,7 +517,9 @@ fn a_singular_built_in_resource_is_warned_with_the_plural() {
         stdout.trim_end(),
         "p.yaml:7: warning: policy p: spec.match.resources[0]: \"pod\" is not a resource name, so this rule never matches: the apiserver names resources in the plural, in lower case (hint: write pods)\n\
          p.yaml:7: warning: policy p: spec.match.resources[1]: \"statefulset\" is not a resource name, so this rule never matches: the apiserver names resources in the plural, in lower case (hint: write apps/v1/statefulsets)\n\
-         p.yaml:7: warning: policy p: spec.match.resources[5]: \"apps/statefulsets\" reads as resource \"apps\" with subresource \"statefulsets\", so this rule never matches: a group needs a version (or `*`) before the resource (hint: write apps/*/statefulsets)"
+         p.yaml:7: warning: policy p: spec.match.resources[5]: \"apps/statefulsets\" reads as resource \"apps\" with subresource \"statefulsets\", so this rule never matches: a group needs a version (or `*`) before the resource (hint: write apps/*/statefulsets)\n\
+         p.yaml: note: graft has no schema for widget (example.com): values written to it are not type-checked\n\
+         p.yaml: note: graft has no schema for virtualservices (any group): values written to it are not type-checked"
     );
 }
 

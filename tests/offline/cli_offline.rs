@@ -255,15 +255,73 @@ fn graft_test_fails_a_policy_that_does_not_converge() {
 
 #[test]
 fn every_example_policy_has_a_suite() {
-    for policy in std::fs::read_dir(repo().join("policies")).unwrap() {
-        let name = policy.unwrap().file_name().to_string_lossy().into_owned();
-        if name.ends_with(".yaml") {
-            assert!(
-                Path::new(&repo().join("tests/policies").join(&name)).exists(),
-                "tests/policies/{name}"
-            );
+    // (policy directory, suite directory, prefix of the suite's file name): the examples
+    // and the library, in graft's dialect and as MutatingAdmissionPolicies.
+    let layout = [
+        ("policies", "tests/policies", ""),
+        ("policies/map", "tests/policies", "map-"),
+        ("policies/library", "tests/policies/library", ""),
+        ("policies/library/map", "tests/policies/library", "map-"),
+    ];
+    for (policies, suites, prefix) in layout {
+        let mut count = 0;
+        for policy in std::fs::read_dir(repo().join(policies)).unwrap() {
+            let policy = policy.unwrap().path();
+            let Some(name) = policy.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if !name.ends_with(".yaml") {
+                continue;
+            }
+            count += 1;
+            let suite = repo().join(suites).join(format!("{prefix}{name}"));
+            let cases = suite_cases_of(&suite, &policy);
+            if policies.starts_with("policies/library") {
+                // A library suite shows both sides: objects the policy changes, and
+                // objects it leaves alone.
+                let changed = |case: &serde_yaml::Value| {
+                    case["expect"].get("patch").is_some() || case["expect"].get("object").is_some()
+                };
+                let unchanged = |case: &serde_yaml::Value| case["expect"]["unchanged"] == true;
+                assert!(
+                    cases.iter().any(changed) && cases.iter().any(unchanged),
+                    "{}: a library suite needs a case the policy changes and one it leaves unchanged",
+                    suite.display()
+                );
+            }
+        }
+        // The library is a promise of docs/library.md; an empty or moved directory would
+        // pass the loop above.
+        if policies.starts_with("policies/library") {
+            assert!(count >= 25, "{policies} holds {count} policies");
         }
     }
+}
+
+/// The cases of `suite`, which must exist and name `policy` among its `spec.policies`
+/// (paths relative to the suite).
+fn suite_cases_of(suite: &Path, policy: &Path) -> Vec<serde_yaml::Value> {
+    let text = std::fs::read_to_string(suite)
+        .unwrap_or_else(|e| panic!("no suite {} for {}: {e}", suite.display(), policy.display()));
+    let document: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let dir = suite.parent().unwrap();
+    let wanted = policy.canonicalize().unwrap();
+    let names_it = document["spec"]["policies"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(serde_yaml::Value::as_str)
+        .any(|path| dir.join(path).canonicalize().ok().as_deref() == Some(wanted.as_path()));
+    assert!(
+        names_it,
+        "{} does not list {} in spec.policies",
+        suite.display(),
+        policy.display()
+    );
+    document["spec"]["cases"]
+        .as_sequence()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// A suite whose kind is mistyped, in a directory of suites, fails the run with the

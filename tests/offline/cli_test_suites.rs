@@ -1,8 +1,10 @@
-//! Which suites `graft test` runs and which it refuses, through the real binary on suite
-//! directories written for each test: a run that tests nothing, or tests the same suite
-//! many times, or cannot tell its cases apart, must not pass as if it tested what it says.
+//! Which suites `graft test` runs and which it refuses, and what a failing case says,
+//! through the real binary on suite directories written for each test: a run that tests
+//! nothing, or tests the same suite many times, or cannot tell its cases apart, must not
+//! pass as if it tested what it says; a case that fails because a policy failed says why
+//! the policy failed.
 
-use crate::support::cli::{graft, stderr, stdout};
+use crate::support::cli::{graft, graft_locally, stderr, stdout};
 
 /// Adds the `team: a` label to every Pod.
 const POLICY: &str = "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata: {name: team-label}\nspec:\n  match: {resources: [pods]}\n  mutations:\n    - set: {path: $.metadata.labels.team, value: a}\n";
@@ -99,7 +101,7 @@ fn a_suite_whose_case_names_repeat_is_refused_and_not_rewritten() {
         &["test", "suites"][..],
         &["test", "--update", "suites/suite.yaml"][..],
     ] {
-        let output = graft(scratch.path(), args);
+        let output = graft_locally(scratch.path(), args);
         assert_eq!(
             output.status.code(),
             Some(2),
@@ -121,34 +123,32 @@ fn a_suite_whose_case_names_repeat_is_refused_and_not_rewritten() {
 }
 
 #[test]
-fn update_refuses_a_flow_style_case_saying_how_to_write_it() {
+fn update_rewrites_a_flow_style_case_in_flow_style() {
     let flow = "    - {name: flow, object: {apiVersion: v1, kind: Pod, metadata: {name: p}}, expect: {unchanged: true}}\n";
     let text = suite(HEADER, &format!("{}{flow}", unchanged_case("block")));
     let scratch = suites(&text);
-    let output = graft(scratch.path(), &["test", "--update", "suites"]);
-    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
-    let message = stderr(&output);
-    assert!(
-        message.contains("suites/suite.yaml: case \"flow\" is not written in block style")
-            && message.contains("write it as a block item, `- name: ...`"),
-        "{message}"
-    );
-    // The block case before it is not reported as rewritten, and the file is as it was.
-    assert!(!stdout(&output).contains("UPDATED"), "{}", stdout(&output));
-    assert_eq!(
-        std::fs::read_to_string(scratch.path().join("suites/suite.yaml")).unwrap(),
-        text
-    );
-
-    // Written as a block item, the same case is rewritten.
-    let block = text.replace(flow, &unchanged_case("flow"));
-    std::fs::write(scratch.path().join("suites/suite.yaml"), &block).unwrap();
-    let output = graft(scratch.path(), &["test", "--update", "suites"]);
+    let output = graft_locally(scratch.path(), &["test", "--update", "suites"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // Each rewritten case says what was wrong with its old expectation: here, that it
+    // expected no change.
+    let report = stdout(&output);
     assert!(
-        stdout(&output).contains("UPDATED s: block\nUPDATED s: flow\n2 cases rewritten"),
-        "{}",
-        stdout(&output)
+        report.contains("UPDATED s: block\n    expected no change, got patch [{\"op\":\"add\",\"path\":\"/metadata/labels\",\"value\":{\"team\":\"a\"}}]\n")
+            && report.contains("UPDATED s: flow\n    expected no change, got patch")
+            && report.contains("2 cases rewritten"),
+        "{report}"
+    );
+    let updated = std::fs::read_to_string(scratch.path().join("suites/suite.yaml")).unwrap();
+    assert_eq!(
+        updated,
+        text.replace(
+            "      expect:\n        unchanged: true\n",
+            "      expect:\n        patch:\n          - op: add\n            path: /metadata/labels\n            value:\n              team: a\n",
+        )
+        .replace(
+            "expect: {unchanged: true}}",
+            "expect: {patch: [{op: add, path: /metadata/labels, value: {team: a}}]}}"
+        )
     );
     let output = graft(scratch.path(), &["test", "suites"]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
@@ -203,4 +203,68 @@ fn a_policy_set_with_problems_names_the_suite() {
         "{}",
         stderr(&output)
     );
+}
+
+/// Labels a Pod with twice its `n` annotation; fails on a Pod whose `n` is no number.
+fn doubling_policy(failure_policy: &str) -> String {
+    format!(
+        "apiVersion: graft.dev/v1alpha1\nkind: MutationPolicy\nmetadata: {{name: double}}\nspec:\n  failurePolicy: {failure_policy}\n  match: {{resources: [pods]}}\n  mutations:\n    - set: {{path: $.metadata.labels.double, value: \"{{{{ string(int(object.metadata.annotations['n']) * 2) }}}}\"}}\n"
+    )
+}
+
+/// The same as a MutatingAdmissionPolicy with its binding.
+fn doubling_admission_policy(failure_policy: &str) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\nmetadata: {{name: double}}\nspec:\n  failurePolicy: {failure_policy}\n  reinvocationPolicy: Never\n  matchConstraints:\n    resourceRules:\n      - {{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [pods]}}\n  mutations:\n    - patchType: ApplyConfiguration\n      applyConfiguration:\n        expression: >\n          Object{{metadata: Object.metadata{{labels: {{\"double\": string(int(object.metadata.annotations[\"n\"]) * 2)}}}}}}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {{name: double-binding}}\nspec: {{policyName: double}}\n"
+    )
+}
+
+/// A suite whose one case expects the label on a Pod whose `n` is `x`.
+const DOUBLING_SUITE: &str = "apiVersion: graft.dev/v1alpha1\nkind: PolicyTest\nmetadata: {name: s}\nspec:\n  policies: [policy.yaml]\n  namespaces: [{apiVersion: v1, kind: Namespace, metadata: {name: default}}]\n  cases:\n    - name: doubled\n      object: {apiVersion: v1, kind: Pod, metadata: {name: p, annotations: {n: x}}}\n      expect:\n        patch:\n          - {op: add, path: /metadata/labels, value: {double: \"2\"}}\n";
+
+/// The report of the doubling suite against `policy`.
+fn doubling_report(policy: &str) -> String {
+    let scratch = suites(DOUBLING_SUITE);
+    std::fs::write(scratch.path().join("suites/policy.yaml"), policy).unwrap();
+    let output = graft(scratch.path(), &["test", "suites"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    stdout(&output)
+}
+
+#[test]
+fn a_case_failing_because_a_policy_was_skipped_says_why_it_was() {
+    let report = doubling_report(&doubling_policy("Ignore"));
+    // The diff alone shows only that the change is missing.
+    assert!(
+        report.contains("FAIL s: doubled\n    patch differs (- expected, + actual):\n"),
+        "{report}"
+    );
+    assert!(report.contains("\n    +[]\n"), "{report}");
+    assert!(
+        report.contains("\n    policy double failed and was skipped (failurePolicy: Ignore): spec.mutations[0].set.value: ")
+            && report.contains("(in {{ string(int(object.metadata.annotations['n']) * 2) }})"),
+        "{report}"
+    );
+
+    let report = doubling_report(&doubling_admission_policy("Ignore"));
+    assert!(report.contains("\n    +[]\n"), "{report}");
+    let reason = report
+        .lines()
+        .find(|line| line.contains("policy double (binding double-binding) failed and was skipped (failurePolicy: Ignore): "))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(reason.contains("int"), "{reason}");
+}
+
+#[test]
+fn a_case_failing_because_a_policy_denied_says_why_once() {
+    for policy in [doubling_policy("Fail"), doubling_admission_policy("Fail")] {
+        let report = doubling_report(&policy);
+        // The denial's message is the reason, in full; it is not said twice.
+        assert!(
+            report.contains("FAIL s: doubled\n    unexpected denial: "),
+            "{report}"
+        );
+        assert!(!report.contains("failed, denying the request"), "{report}");
+        assert_eq!(report.matches("string(int(").count(), 1, "{report}");
+    }
 }

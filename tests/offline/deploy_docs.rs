@@ -182,6 +182,9 @@ fn documented_offline_commands_work() {
     }
     assert!(!root.join("deploy/self-signed/certs-next").exists());
 
+    // "Your own repository": `graft init` wrote one, and its CI script passed on it.
+    assert!(root.join("my-graft/kustomization.yaml").is_file());
+
     // The fail-closed overlay fails closed on pods only.
     for webhook in webhooks(&render(&root.join("deploy/production"))) {
         let expected = if webhook["name"] == "pods.graft.dev" {

@@ -2,14 +2,13 @@
 //! that matters for a safe install. Needs `kubectl` on PATH: without it these tests fail
 //! (they never skip), because a manifest nobody rendered is a manifest nobody tested.
 
-use std::path::Path;
 use std::process::Command;
 
 use crate::support::fs::copy_tree;
+use crate::support::kustomize::{find, render as kustomize};
 use crate::support::repo;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use serde::Deserialize as _;
 use serde_json::Value;
 
 const POLICY_FILES: [&str; 4] = [
@@ -18,36 +17,6 @@ const POLICY_FILES: [&str; 4] = [
     "statefulset-node-selector.yaml",
     "node-overcommit.yaml",
 ];
-
-/// `kubectl kustomize DIR`, parsed into one JSON value per object.
-fn kustomize(dir: &Path) -> Vec<Value> {
-    let output = match Command::new("kubectl").arg("kustomize").arg(dir).output() {
-        Ok(output) => output,
-        Err(error) => panic!(
-            "cannot run `kubectl kustomize {}`: {error}. These tests need kubectl on PATH \
-             (it renders kustomize offline; no cluster is contacted). Install kubectl.",
-            dir.display()
-        ),
-    };
-    assert!(
-        output.status.success(),
-        "`kubectl kustomize {}` failed:\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let text = String::from_utf8(output.stdout).expect("kubectl prints UTF-8");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|document| Value::deserialize(document).expect("kubectl prints valid YAML"))
-        .filter(|value| !value.is_null())
-        .collect()
-}
-
-fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
-    objects
-        .iter()
-        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name} in the rendered output"))
-}
 
 fn strings(value: &Value) -> Vec<&str> {
     value
@@ -64,8 +33,16 @@ fn contains_key(value: &Value, key: &str) -> bool {
     }
 }
 
-/// The checks every install path must pass, whatever manages the certificate.
+/// The checks every install path must pass, whatever manages the certificate: graft
+/// itself, graft's example policies and the webhook configuration generated from them.
 fn check_install(objects: &[Value]) {
+    check_graft(objects);
+    check_configmap(find(objects, "ConfigMap", "graft-policies"));
+    check_webhooks(find(objects, "MutatingWebhookConfiguration", "graft"));
+}
+
+/// What deploy/install holds, and so every install: graft without its policies.
+fn check_graft(objects: &[Value]) {
     for object in objects {
         assert!(
             !contains_key(object, "subPath") && !contains_key(object, "subPathExpr"),
@@ -90,7 +67,6 @@ fn check_install(objects: &[Value]) {
 
     check_rbac(objects);
     check_deployment(find(objects, "Deployment", "graft"));
-    check_configmap(find(objects, "ConfigMap", "graft-policies"));
     check_service(find(objects, "Service", "graft"));
 
     let pdb = find(objects, "PodDisruptionBudget", "graft");
@@ -108,8 +84,6 @@ fn check_install(objects: &[Value]) {
     assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], "graft");
     let metric = &hpa["spec"]["metrics"][0];
     assert_eq!(metric["resource"]["name"], "cpu");
-
-    check_webhooks(find(objects, "MutatingWebhookConfiguration", "graft"));
 }
 
 /// graft may get, list and watch Namespaces, and do nothing else: one ClusterRole with
@@ -461,9 +435,28 @@ fn check_webhooks(config: &Value) {
     assert!(excluded(status).iter().any(|n| n == "graft"));
 }
 
+/// The base a team's repository installs: graft alone. The policies ConfigMap and the
+/// webhook configuration are the team's, generated from its own policies, and the
+/// certificate is its choice.
 #[test]
-fn base_renders_and_is_safe() {
-    check_install(&kustomize(&repo().join("deploy")));
+fn install_renders_graft_without_policies_webhooks_or_certificates() {
+    let objects = kustomize(&repo().join("deploy/install"));
+    check_graft(&objects);
+    let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    for kind in [
+        "ConfigMap",
+        "MutatingWebhookConfiguration",
+        "Secret",
+        "Certificate",
+        "Issuer",
+    ] {
+        assert!(!kinds.contains(&kind), "deploy/install holds a {kind}");
+    }
+}
+
+#[test]
+fn examples_render_and_are_safe() {
+    check_install(&kustomize(&repo().join("deploy/examples")));
 }
 
 #[test]
@@ -505,7 +498,7 @@ fn cert_manager_overlay_renders_and_chains_issuers() {
 }
 
 /// The documented no-dependency flow, in a scratch copy of the repository so no key ever
-/// lands in the working tree:
+/// lands in the working tree (the caBundle comes from the Secret, for every webhook):
 ///   graft certs --out deploy/self-signed/certs
 ///   kubectl apply -k deploy/self-signed        (rendered here with kubectl kustomize)
 #[test]
@@ -540,7 +533,7 @@ fn self_signed_overlay_renders_after_graft_certs() {
     let ca_bundle = BASE64.encode(read("ca.crt"));
     let config = find(&objects, "MutatingWebhookConfiguration", "graft");
     let webhooks = config["webhooks"].as_array().expect("webhooks");
-    assert_eq!(webhooks.len(), 2, "the patch adds no webhook of its own");
+    assert_eq!(webhooks.len(), 2, "the caBundle adds no webhook of its own");
     for webhook in webhooks {
         assert_eq!(
             webhook["clientConfig"]["caBundle"],
@@ -564,7 +557,7 @@ fn generated_keys_are_git_ignored() {
 /// Grafana's sidecar.
 #[test]
 fn monitoring_renders_and_scrapes_the_metrics_port() {
-    let install = kustomize(&repo().join("deploy"));
+    let install = kustomize(&repo().join("deploy/install"));
     let service = find(&install, "Service", "graft");
     let objects = kustomize(&repo().join("deploy/monitoring"));
     assert_eq!(objects.len(), 3, "{objects:?}");
@@ -609,9 +602,9 @@ fn monitoring_renders_and_scrapes_the_metrics_port() {
     assert_eq!(dashboard["data"]["graft.json"], json.as_str());
 }
 
-/// The opt-in events component, added to the base as the comment in its kustomization
-/// shows: graft gets `--events` and may create and patch events.k8s.io Events, nothing
-/// more; the base alone has neither.
+/// The opt-in events component, added to the install base as the comment in its
+/// kustomization shows: graft gets `--events` and may create and patch events.k8s.io
+/// Events, nothing more; the base alone has neither.
 #[test]
 fn events_component_adds_the_flag_and_only_event_writes() {
     let scratch = tempfile::tempdir().expect("tempdir");
@@ -621,7 +614,7 @@ fn events_component_adds_the_flag_and_only_event_writes() {
     std::fs::create_dir(&with_events).expect("create dir");
     std::fs::write(
         with_events.join("kustomization.yaml"),
-        "resources: [../deploy]\ncomponents: [../deploy/components/events]\n",
+        "resources: [../deploy/install]\ncomponents: [../deploy/components/events]\n",
     )
     .expect("write kustomization");
     let objects = kustomize(&with_events);
@@ -636,7 +629,7 @@ fn events_component_adds_the_flag_and_only_event_writes() {
         "{:?}",
         args(&objects)
     );
-    let base = kustomize(&repo().join("deploy"));
+    let base = kustomize(&repo().join("deploy/install"));
     assert!(!args(&base).iter().any(|arg| arg == "--events"));
     assert!(
         !base
@@ -667,4 +660,50 @@ fn events_component_adds_the_flag_and_only_event_writes() {
         reader["rules"][0]["verbs"],
         serde_json::json!(["get", "list", "watch"])
     );
+}
+
+/// A release pins graft in one place for a team: the `ref` of the install base that
+/// `graft init` writes. That base runs the image of the same release, and every `?ref=`
+/// the manifests and docs show for graft's repository is that release.
+#[test]
+fn the_install_base_and_its_references_are_this_release() {
+    let version = env!("CARGO_PKG_VERSION");
+    let objects = kustomize(&repo().join("deploy/install"));
+    let deployment = find(&objects, "Deployment", "graft");
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        format!("ghcr.io/graft-dev/graft:{version}").as_str()
+    );
+
+    let mut files = vec![repo().join("README.md"), repo().join("docs/operations.md")];
+    let mut dirs = vec![repo().join("deploy")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read deploy/") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml") {
+                files.push(path);
+            }
+        }
+    }
+    let pinned = format!("?ref=v{version}");
+    let mut references = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read");
+        for (at, _) in text.match_indices("github.com/graft-dev/graft//") {
+            let rest = &text[at..];
+            let end = rest
+                .find(|c: char| c.is_whitespace() || matches!(c, ']' | '`' | ')'))
+                .unwrap_or(rest.len());
+            let reference = &rest[..end];
+            assert!(
+                reference.ends_with(&pinned),
+                "{}: {reference} is not pinned to this release ({pinned})",
+                file.display()
+            );
+            references += 1;
+        }
+    }
+    assert!(references >= 3, "the remote bases are shown somewhere");
 }

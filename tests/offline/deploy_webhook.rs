@@ -1,4 +1,4 @@
-//! `graft webhook-config`: the committed deploy/base/webhook.yaml is exactly what the
+//! `graft webhook-config`: the committed deploy/examples/webhook.yaml is exactly what the
 //! policies in policies/ need, and the flags do what docs/operations.md says.
 
 use std::path::{Path, PathBuf};
@@ -30,12 +30,12 @@ fn committed_webhook_config_matches_the_policies() {
         &repo(),
         &["webhook-config", "--policies", "policies/"],
     ));
-    let committed = std::fs::read_to_string(repo().join("deploy/base/webhook.yaml"))
-        .expect("deploy/base/webhook.yaml");
+    let committed = std::fs::read_to_string(repo().join("deploy/examples/webhook.yaml"))
+        .expect("deploy/examples/webhook.yaml");
     assert!(
         rendered == committed,
-        "deploy/base/webhook.yaml is stale; regenerate it with\n  \
-         graft webhook-config --policies policies/ --out deploy/base/webhook.yaml"
+        "deploy/examples/webhook.yaml is stale; regenerate it with\n  \
+         graft webhook-config --policies policies/ --out deploy/examples/webhook.yaml"
     );
 }
 

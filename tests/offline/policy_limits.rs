@@ -299,7 +299,7 @@ fn comprehensions_nest_at_most_two_deep() {
 fn long_operator_chains_are_refused_at_load() {
     let chain = |terms: usize| format!("{{{{ 1{} }}}}", " + 1".repeat(terms - 1));
     let set_to =
-        |value: String| json!([{"set": {"path": "$.metadata.annotations.n", "value": value}}]);
+        |value: String| json!([{"set": {"path": "$.spec.activeDeadlineSeconds", "value": value}}]);
     for (terms, reason) in [
         (97, "nests 97 levels deep"),
         (1_000, "nests 1000 levels deep"),
@@ -324,7 +324,7 @@ fn long_operator_chains_are_refused_at_load() {
             .expect("review");
             assert_eq!(reviewed.evaluation.outcome, Outcome::Allowed);
             let mutated = reviewed.evaluation.mutated().expect("changed");
-            assert_eq!(mutated["metadata"]["annotations"]["n"], json!(96));
+            assert_eq!(mutated["spec"]["activeDeadlineSeconds"], json!(96));
         })
         .expect("a thread");
     at_the_limit.join().expect("evaluated at the limit");

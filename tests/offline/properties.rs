@@ -300,9 +300,11 @@ fn reach_edit(owner: Option<usize>) -> BoxedStrategy<Edit> {
     let injected = format!("debug-{}", owner.unwrap_or(0));
     prop_oneof![
         2 => literal_edit(owner),
-        1 => (write_path(owner), literal()).prop_map(|(p, v)| Edit::SetIfAbsent(p, v)),
-        1 => (write_path(owner), literal()).prop_map(|(p, v)| Edit::MergeIfAbsent(p, v)),
-        1 => (write_path(owner), items(), any::<bool>()).prop_map(|(p, i, f)| Edit::Append(p, i, f)),
+        1 => (write_path(owner), literal()).prop_map(|(p, v)| Edit::SetIfAbsent(p.clone(), typed(&p, v))),
+        1 => (write_path(owner), literal()).prop_map(|(p, v)| Edit::MergeIfAbsent(p.clone(), typed(&p, v))),
+        1 => (write_path(owner), items(), any::<bool>())
+            .prop_filter("labels and annotations are strings, not lists", |(p, _, _)| !is_labelled(p))
+            .prop_map(|(p, i, f)| Edit::Append(p, i, f)),
         1 => any::<bool>().prop_map(move |first| Edit::Inject(injected.clone(), first)),
         3 => (when, element_edit).prop_map(|(w, e)| Edit::Foreach(w, e)),
     ]
@@ -324,11 +326,35 @@ impl Edit {
     }
 }
 
+/// Whether a path (a JSONPath or a JSON Pointer) leads into labels or annotations, whose
+/// values Kubernetes types as strings.
+fn is_labelled(path: &str) -> bool {
+    [
+        "metadata.labels",
+        "metadata.annotations",
+        "/metadata/labels/",
+        "/metadata/annotations/",
+    ]
+    .iter()
+    .any(|prefix| path.contains(prefix))
+}
+
+/// `value` as a policy may write it at `path`: a string (or null) where Kubernetes'
+/// types want one, which lint holds literals to (any other value there is refused at
+/// load); anything elsewhere, where the spec's random keys are no field of a Pod.
+fn typed(path: &str, value: Value) -> Value {
+    match value {
+        Value::Null | Value::String(_) => value,
+        other if is_labelled(path) => Value::String(other.to_string()),
+        other => other,
+    }
+}
+
 /// Set and merge of literals: idempotent by construction.
 fn literal_edit(owner: Option<usize>) -> BoxedStrategy<Edit> {
     prop_oneof![
-        (write_path(owner), literal()).prop_map(|(p, v)| Edit::Set(p, v)),
-        (write_path(owner), literal()).prop_map(|(p, v)| Edit::Merge(p, v)),
+        (write_path(owner), literal()).prop_map(|(p, v)| Edit::Set(p.clone(), typed(&p, v))),
+        (write_path(owner), literal()).prop_map(|(p, v)| Edit::Merge(p.clone(), typed(&p, v))),
         (spec_key(owner), literal()).prop_map(|(k, v)| Edit::MergeRoot(k, v)),
     ]
     .boxed()
@@ -354,8 +380,10 @@ fn json_patch_operation() -> impl Strategy<Value = Value> {
     let spec_key = key().prop_map(move |k| format!("/spec/{}", escape(&k)));
     let location = prop_oneof![label, spec_key];
     prop_oneof![
-        (location.clone(), literal())
-            .prop_map(|(path, value)| { json!({"op": "add", "path": path, "value": value}) }),
+        (location.clone(), literal()).prop_map(|(path, value)| {
+            let value = typed(&path, value);
+            json!({"op": "add", "path": path, "value": value})
+        }),
         location
             .clone()
             .prop_map(|path| json!({"op": "remove", "path": path})),

@@ -149,13 +149,7 @@ fn writes_every_file_and_refuses_to_overwrite_without_force() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("nested/certs");
     issue(&out);
-    let files = [
-        "ca.crt",
-        "tls.crt",
-        "tls.key",
-        "secret.yaml",
-        "webhook-cabundle-patch.yaml",
-    ];
+    let files = ["ca.crt", "tls.crt", "tls.key", "secret.yaml"];
     for file in files {
         assert!(out.join(file).is_file(), "{file} written");
     }

@@ -14,6 +14,7 @@ mod monitoring;
 mod namespace_cache_fetch;
 mod reload_lifecycle;
 mod reload_live;
+mod reload_recovery;
 mod reload_startup;
 mod server_admission;
 mod server_admission_policy;

@@ -15,6 +15,17 @@ pub fn graft(dir: &Path, args: &[&str]) -> Output {
         .expect("run graft")
 }
 
+/// Runs graft in `dir` as on a developer's machine: without the `CI` variable the test
+/// runner itself may have, which `graft test --update` refuses.
+pub fn graft_locally(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_graft"))
+        .current_dir(dir)
+        .args(args)
+        .env_remove("CI")
+        .output()
+        .expect("run graft")
+}
+
 /// Runs graft in `dir` with `stdin` on a pipe, closed once written.
 pub fn graft_with_stdin(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_graft"))

@@ -5,6 +5,7 @@
 //! - this module: the repository's root, its files and the captured reviews;
 //! - [`cli`]: the real `graft` binary, run as the offline tests run it;
 //! - [`fs`]: copies of the repository's directories;
+//! - [`kustomize`]: `kubectl kustomize`, rendered offline and parsed;
 //! - [`policies`]: policy documents, policy sets and engine runs built from them;
 //! - [`proptest_cases`]: the case counts of the property tests;
 //! - [`server`]: a test PKI, TLS clients and an in-process or child `graft serve`;
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 
 pub mod cli;
 pub mod fs;
+pub mod kustomize;
 pub mod policies;
 pub mod proptest_cases;
 pub mod reload;

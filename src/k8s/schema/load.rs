@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{ListDef, ListDefKind, ListKey, MapDef, Scalar, Schema, StructDef, Ty};
+use super::{KindEntry, ListDef, ListDefKind, ListKey, MapDef, Scalar, Schema, StructDef, Ty};
 use crate::tree::Tree;
 
 /// The format this reader understands.
@@ -73,11 +73,22 @@ pub(super) fn parse(text: &str) -> Result<Schema, SchemaError> {
     for (name, ty) in &doc.types {
         structs.push(builder.build_struct(name, ty)?);
     }
-    let mut kinds = HashMap::with_capacity(doc.kinds.len());
-    for (kind, name) in &doc.kinds {
-        let ty = builder.named(name, kind)?;
-        kinds.insert(kind.as_str().into(), ty);
+    let mut kinds = Vec::with_capacity(doc.kinds.len());
+    for (key, name) in &doc.kinds {
+        let ty = builder.named(name, key)?;
+        let (api_version, kind) = key.rsplit_once('/').ok_or_else(|| SchemaError::Invalid {
+            at: key.clone(),
+            problem: "a kind is written GROUP/VERSION/KIND or VERSION/KIND".to_string(),
+        })?;
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        kinds.push(KindEntry {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            ty,
+        });
     }
+    kinds.sort_by(|a, b| a.key().cmp(&b.key()));
     Ok(Schema {
         source: doc.source,
         kinds,

@@ -10,16 +10,19 @@
 //! sorted fields). A table that does not parse is a bug in graft, which the tests catch;
 //! [`builtin`] returns the error rather than panicking all the same.
 
+mod decode;
+mod kinds;
 mod load;
 mod strict;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use crate::tree::Tree;
 
+pub use decode::{Problem, ProblemKind, Reached, Step, Strings, describe, follow, problems};
+pub use kinds::ResourceKind;
 pub use load::SchemaError;
 pub use strict::unknown_fields;
 
@@ -38,7 +41,8 @@ pub fn builtin() -> Result<&'static Schema, &'static SchemaError> {
 #[derive(Debug)]
 pub struct Schema {
     source: String,
-    kinds: HashMap<Box<str>, Ty>,
+    /// Sorted by (group, version, kind), for a binary search that allocates nothing.
+    kinds: Vec<KindEntry>,
     structs: Vec<StructDef>,
     lists: Vec<ListDef>,
     maps: Vec<MapDef>,
@@ -82,6 +86,21 @@ pub enum Scalar {
     Any,
     /// Any JSON value, always replaced whole (`RawExtension`; SMD's `__untyped_atomic_`).
     AnyAtomic,
+}
+
+/// A kind of the table, and its type.
+#[derive(Debug)]
+struct KindEntry {
+    group: Box<str>,
+    version: Box<str>,
+    kind: Box<str>,
+    ty: Ty,
+}
+
+impl KindEntry {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.group, &self.version, &self.kind)
+    }
 }
 
 #[derive(Debug)]
@@ -145,13 +164,11 @@ impl Schema {
 
     /// The type of a kind; the core group is `""`.
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<TypeRef<'_>> {
-        let key = if group.is_empty() {
-            format!("{version}/{kind}")
-        } else {
-            format!("{group}/{version}/{kind}")
-        };
-        let ty = *self.kinds.get(key.as_str())?;
-        Some(self.at(ty))
+        let at = self
+            .kinds
+            .binary_search_by(|entry| entry.key().cmp(&(group, version, kind)))
+            .ok()?;
+        Some(self.at(self.kinds[at].ty))
     }
 
     /// The number of kinds the table knows.

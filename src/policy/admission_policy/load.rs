@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::compile;
 use super::compiled::{
-    CompiledAdmissionPolicy, CompiledBinding, FailurePolicy, Mutation, Reinvocation,
+    CompiledAdmissionPolicy, CompiledBinding, FailurePolicy, Mutation, NotFoundAction, Reinvocation,
 };
 use super::field_errors::{Bad, FieldErrors};
 use super::model::{self, AdmissionPolicyDocument, BindingDocument};
@@ -45,6 +45,8 @@ pub fn compile_all(
     }
     let mut seen_bindings: HashMap<String, &Located<BindingDocument>> = HashMap::new();
     let mut bound: Vec<CompiledBinding> = Vec::new();
+    // Where each binding's paramRef is written, for the findings about it.
+    let mut param_ref_lines: HashMap<String, Option<usize>> = HashMap::new();
     for located in bindings {
         let mut document = located.document.clone();
         model::default_binding(&mut document);
@@ -90,6 +92,11 @@ pub fn compile_all(
                 .at_field("spec.policyName"),
             );
         }
+        param_ref_lines.insert(
+            name.clone(),
+            locate_field(&located.text, located.first_line, "spec.paramRef")
+                .or(Some(located.first_line)),
+        );
         bound.push(binding(&document, located));
     }
     bound.sort_by(|a, b| a.name.cmp(&b.name));
@@ -116,8 +123,55 @@ pub fn compile_all(
             );
         }
     }
+    for policy in &compiled {
+        for binding in &policy.bindings {
+            if let Some(finding) = fails_closed_without_params(policy, binding) {
+                let line = param_ref_lines.get(&binding.name).copied().flatten();
+                findings.push(finding.at_line(line));
+            }
+        }
+    }
     compiled.sort_by(|a, b| a.name.cmp(&b.name));
     compiled
+}
+
+/// A binding whose missing parameter object denies every object its policy matches:
+/// `parameterNotFoundAction: Deny` under `failurePolicy: Fail`, with no selector or match
+/// condition narrowing what it matches. Until the object exists (and while graft cannot
+/// read it), every such request is denied.
+fn fails_closed_without_params(
+    policy: &CompiledAdmissionPolicy,
+    binding: &CompiledBinding,
+) -> Option<Finding> {
+    let param_ref = binding.param_ref.as_ref()?;
+    let narrowed = |m: &super::compiled::MatchResources| {
+        !m.namespace_selector.is_empty() || !m.object_selector.is_empty()
+    };
+    if param_ref.not_found != NotFoundAction::Deny
+        || policy.failure_policy != FailurePolicy::Fail
+        || !policy.match_conditions.is_empty()
+        || narrowed(&policy.match_constraints)
+        || binding.match_resources.as_ref().is_some_and(narrowed)
+    {
+        return None;
+    }
+    Some(
+        Finding::warning(
+            &binding.file,
+            format!(
+                "parameterNotFoundAction Deny, and policy {} fails closed and matches every \
+                 object of its resources: while the parameter object is missing (not created \
+                 yet, or unreadable), every such request is denied",
+                policy.name
+            ),
+        )
+        .in_binding(binding.name.clone())
+        .at_field("spec.paramRef.parameterNotFoundAction")
+        .with_hint(
+            "use parameterNotFoundAction: Allow, failurePolicy: Ignore, or narrow the match \
+             with a namespaceSelector, an objectSelector or a match condition",
+        ),
+    )
 }
 
 /// Adds the field errors of a document to `findings`; whether there were none.

@@ -19,12 +19,15 @@ use crate::expr::template::Template;
 use crate::expr::{Declarations, ExprError, Expression, Needs};
 use crate::jsonpath::JsonPath;
 
+mod blast_radius;
 mod labels;
 mod lint;
+mod types;
 
 use labels::{Over, map_entry};
 pub use lint::check_mode;
 use lint::{holds_null, protected_field};
+use types::Written;
 
 /// Longest regex source accepted; the `regex` crate is linear-time, this bounds its size.
 const MAX_REGEX_CHARS: usize = 4096;
@@ -45,6 +48,11 @@ struct Compiler<'a> {
     /// True while compiling a mutation with `foreach`: only there are `element` and
     /// `index` bound.
     in_foreach: bool,
+    /// The `foreach` path of the mutation compiled now, which its paths are below.
+    foreach_path: Option<JsonPath>,
+    /// The kinds of the resources the policy matches, which its literal values are
+    /// checked against.
+    kinds: Vec<crate::k8s::schema::ResourceKind<'static>>,
 }
 
 /// Compiles one document; `None` when it has errors (all of them are in `findings`).
@@ -65,6 +73,8 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
             .map(|v| v.name.clone())
             .collect(),
         in_foreach: false,
+        foreach_path: None,
+        kinds: Vec::new(),
     };
     let spec = &parsed.document.spec;
     if spec.match_.resources.is_empty() {
@@ -76,6 +86,7 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
         );
     }
     let matcher = compiler.conditions("spec.match", &spec.match_);
+    compiler.kinds = types::matched_kinds(&matcher.resources, &parsed.file, compiler.findings);
     compiler.check_names("spec.match", &spec.match_, &matcher, None);
     let matches_pods = matcher.resources.iter().any(|rule| {
         rule.group.as_deref().is_none_or(str::is_empty)
@@ -113,9 +124,21 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
             "no mutations: the policy never changes anything",
         );
     }
+    compiler.check_blast_radius(&matcher, exclude.as_ref());
     if compiler.failed {
         return None;
     }
+    let templated = mutations.iter().any(|m| match &m.kind {
+        MutationKind::Set { value, .. }
+        | MutationKind::Merge { value, .. }
+        | MutationKind::Append { value, .. } => matches!(value, ValueSource::Template(_)),
+        MutationKind::Remove { .. } | MutationKind::JsonPatch(_) => false,
+    });
+    let untyped = matcher
+        .resources
+        .iter()
+        .any(|rule| rule.resource == "*" || rule.subresource.as_deref() == Some("*"));
+    let checks_written_types = templated || untyped || compiler.kinds.is_empty();
     Some(CompiledPolicy {
         name: parsed.document.metadata.name.clone(),
         order: spec.order,
@@ -131,22 +154,13 @@ pub fn compile(parsed: &ParsedDocument, findings: &mut Vec<Finding>) -> Option<C
         mutations,
         needs: compiler.needs,
         uses_cel: compiler.uses_cel,
+        checks_written_types,
         label_gate: None,
     })
 }
 
 fn is_empty_match(m: &Match) -> bool {
-    m.resources.is_empty()
-        && m.operations.is_empty()
-        && m.namespaces.is_empty()
-        && m.names.is_empty()
-        && m.namespace_selector.is_none()
-        && m.labels.is_empty()
-        && m.label_selector.is_none()
-        && m.annotations.is_empty()
-        && m.annotation_selector.is_none()
-        && m.fields.is_empty()
-        && m.cel.is_none()
+    m.resources.is_empty() && m.operations.is_empty() && blast_radius::matches_every_object(m)
 }
 
 impl Compiler<'_> {
@@ -187,6 +201,10 @@ impl Compiler<'_> {
             params: &self.params,
             variables: &self.visible_variables,
             all_variables: &self.all_variables,
+            object: match self.kinds.as_slice() {
+                [only] => Some(only.ty),
+                _ => None,
+            },
         }
     }
 
@@ -567,6 +585,7 @@ impl Compiler<'_> {
             None => None,
         };
         self.in_foreach = foreach.is_some();
+        self.foreach_path = foreach.as_ref().map(|f| f.path.clone());
         let compiled = self.mutation_kind(&base, mutation);
         let when = match mutation.when.as_deref() {
             Some(source) => self.expression(&format!("{base}.when"), source),
@@ -590,6 +609,13 @@ impl Compiler<'_> {
             let field = format!("{base}.set");
             let path = self.target_path(&format!("{field}.path"), &set.path, false)?;
             let value = self.template(&format!("{field}.value"), &set.value)?;
+            self.check_written(
+                &format!("{field}.value"),
+                self.foreach_path.clone().as_ref(),
+                Some(&path),
+                &set.value,
+                Written::Whole,
+            );
             let if_absent = set.if_absent;
             Some((
                 field,
@@ -621,6 +647,17 @@ impl Compiler<'_> {
                 );
             }
             let value = self.template(&format!("{field}.value"), &merge.value)?;
+            // A merge into the object of a value that is not a map is refused below.
+            let into_object = path.is_none() && !self.in_foreach;
+            if !into_object || merge.value.is_object() {
+                self.check_written(
+                    &format!("{field}.value"),
+                    self.foreach_path.clone().as_ref(),
+                    path.as_ref(),
+                    &merge.value,
+                    Written::Whole,
+                );
+            }
             // Without a path the merge is into the object itself, which only an object
             // merges into (under `foreach`, into the element, which may be anything).
             if path.is_none()
@@ -666,6 +703,13 @@ impl Compiler<'_> {
                 return None;
             }
             let value = self.template(&format!("{field}.value"), &append.value)?;
+            self.check_written(
+                &format!("{field}.value"),
+                self.foreach_path.clone().as_ref(),
+                Some(&path),
+                &append.value,
+                Written::Items,
+            );
             if let ValueSource::Literal(literal) = &value
                 && literal.as_list().is_none()
             {
@@ -701,6 +745,7 @@ impl Compiler<'_> {
                 return None;
             }
             let operations = mutation.json_patch.as_deref().unwrap_or_default();
+            self.check_json_patch_values(&field, operations);
             let patch = self.json_patch(&field, operations)?;
             Some((field, MutationKind::JsonPatch(patch)))
         }
