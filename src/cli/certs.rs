@@ -14,7 +14,11 @@ use anyhow::Context as _;
 
 use crate::manifests::certs::{self, CertOptions};
 
-/// Generate a CA and a serving certificate for the webhook Service, a Secret manifest and a kustomize patch that fills caBundle.
+/// Generate a CA and a serving certificate for the webhook Service, and a Secret manifest
+/// holding them.
+///
+/// The `deploy/self-signed` overlay and a repository from `graft init --certs self-signed`
+/// install the Secret and copy its `ca.crt` into every webhook's `caBundle`.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  graft certs --service graft --namespace graft --out deploy/self-signed/certs\n  kubectl apply -k deploy/self-signed"

@@ -21,8 +21,10 @@ pub enum Format {
     Json,
 }
 
-/// Explain what the policies do to objects: for every policy, whether it applied and
-/// the patch it made, or the first condition that did not hold, or why it failed.
+/// Say what every policy did to objects, or which condition kept it out.
+///
+/// For every policy: whether it applied and the patch it made, or the first condition
+/// that did not hold, or why it failed.
 ///
 /// The evaluation is the server's, so what is reported as applied is what the webhook
 /// does. Exits 0 whatever the policies decide.

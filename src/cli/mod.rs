@@ -45,26 +45,20 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+/// The subcommands. Each is described by its `Args`' own doc comment (the first
+/// paragraph in `graft --help`, all of it in `graft SUBCOMMAND --help`); a doc comment here
+/// would replace it.
 pub enum Command {
     /// Serve AdmissionReviews over HTTPS.
     Serve(serve::Args),
-    /// Check policy files and report every problem.
     Lint(lint::Args),
-    /// Mutate objects offline and print the result.
     Apply(apply::Args),
-    /// Answer AdmissionReviews exactly as the server would.
     Review(review::Args),
-    /// Say what every policy did to objects, or which condition kept it out.
     Explain(explain::Args),
-    /// Run policy test suites.
     Test(test::Args),
-    /// Generate a CA and a serving certificate for the webhook Service.
     Certs(certs::Args),
-    /// Render the MutatingWebhookConfiguration the policy set needs.
     WebhookConfig(webhook_config::Args),
-    /// Write a repository for a team's own policies that installs this graft release.
     Init(init::Args),
-    /// Print the JSON Schema of MutationPolicy.
     Schema(schema::Args),
     /// Print the shell completion script (`source <(graft completions bash)`).
     Completions(completions::Args),

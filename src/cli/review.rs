@@ -9,7 +9,9 @@ use super::input::{
 };
 use crate::admission::{self, BadReview};
 
-/// Answer AdmissionReviews (v1 or v1beta1) and print each response review exactly as
+/// Answer AdmissionReviews exactly as the server would.
+///
+/// Reads AdmissionReviews (v1 or v1beta1) and prints each response review exactly as
 /// `graft serve` sends it, on one line: same apiVersion, uid echoed, base64 patch.
 #[derive(Debug, clap::Args)]
 #[command(

@@ -110,3 +110,26 @@ fn serve_help_shows_every_environment_variable() {
         assert!(help.contains(&format!("[env: {env}=")), "{env}: {help}");
     }
 }
+
+/// A subcommand's help is its own description whole: the one-line summary `graft --help`
+/// lists, then the details (what `apply` does at DELETE, `lint`'s exit codes).
+#[test]
+fn subcommands_show_their_whole_description() {
+    let cli = Cli::command();
+    for (name, detail) in [
+        ("apply", "At DELETE the request carries"),
+        ("lint", "Exit codes:"),
+        ("explain", "The evaluation is the server's"),
+        ("review", "uid echoed"),
+    ] {
+        let sub = cli
+            .find_subcommand(name)
+            .unwrap_or_else(|| panic!("graft {name}"));
+        assert!(has_text(sub.get_about()), "graft {name} has a summary");
+        let long = sub
+            .get_long_about()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(long.contains(detail), "graft {name} --help: {long}");
+    }
+}

@@ -1,6 +1,7 @@
-//! README.md and docs/policies.md stay true: every ```sh block runs, in order, in a
-//! scratch copy of the repository with the real `graft` on PATH. ```shell blocks need a
-//! cluster (or are the two commands that build graft itself) and are not run here.
+//! README.md and the guides in docs/ (policies, MutatingAdmissionPolicy, library) stay true:
+//! every ```sh block runs, in order, in a scratch copy of the repository with the real `graft`
+//! on PATH. ```shell blocks need a cluster (or are the two commands that build graft itself)
+//! and are not run here.
 
 use crate::support::fs::copy_tree;
 use crate::support::repo;
@@ -182,4 +183,14 @@ fn mutating_admission_policy_guide_commands_work() {
         ),
         "{stdout}"
     );
+}
+
+/// The library's guide: a policy copied into a new repository passes its checks there,
+/// and the library lints and tests clean.
+#[test]
+fn library_guide_commands_work() {
+    let stdout = run_blocks("docs/library.md");
+    assert!(stdout.contains("webhook.yaml is current"), "{stdout}");
+    assert!(stdout.contains("PASS seccomp-default"), "{stdout}");
+    assert!(stdout.contains(" 0 failed"), "{stdout}");
 }
