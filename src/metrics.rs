@@ -101,6 +101,48 @@ impl ErrorReason {
     }
 }
 
+/// Why the admission listener closed a connection before it could carry a request
+/// (`graft_connections_shed_total`; `server::connection_slots` decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShedReason {
+    /// The handshake budget was full and a newer connection took this one's place.
+    HandshakeBudget,
+    /// The TLS handshake did not finish in time (the time shrinks as the budget fills).
+    HandshakeTimeout,
+    /// Its source address already held `--max-connections-per-source` connections.
+    PerSource,
+    /// The handshake finished but every established slot (`--max-connections`) was taken.
+    Full,
+}
+
+impl ShedReason {
+    pub const ALL: [ShedReason; 4] = [
+        ShedReason::HandshakeBudget,
+        ShedReason::HandshakeTimeout,
+        ShedReason::PerSource,
+        ShedReason::Full,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShedReason::HandshakeBudget => "handshake_budget",
+            ShedReason::HandshakeTimeout => "handshake_timeout",
+            ShedReason::PerSource => "per_source",
+            ShedReason::Full => "full",
+        }
+    }
+
+    /// Its position in [`ShedReason::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            ShedReason::HandshakeBudget => 0,
+            ShedReason::HandshakeTimeout => 1,
+            ShedReason::PerSource => 2,
+            ShedReason::Full => 3,
+        }
+    }
+}
+
 /// Outcome of one reload attempt (of the certificate or of the policy set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReloadResult {
@@ -179,6 +221,8 @@ pub struct Metrics {
     namespace_watch_restarts: Counter,
     namespaces_cached: Gauge,
     connections: Gauge,
+    handshakes: Gauge,
+    shed: Family<ReasonLabels, Counter>,
     events: Family<ResultLabels, Counter>,
 }
 
@@ -199,6 +243,8 @@ impl Metrics {
         let namespace_watch_restarts = Counter::default();
         let namespaces_cached = Gauge::default();
         let connections = Gauge::default();
+        let handshakes = Gauge::default();
+        let shed = Family::<ReasonLabels, Counter>::default();
         let events = Family::<ResultLabels, Counter>::default();
         let build = Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]);
 
@@ -275,8 +321,21 @@ impl Metrics {
         );
         registry.register(
             "graft_admission_connections",
-            "Open connections on the admission listener (limited by --max-connections)",
+            "Open connections on the admission listener, in their TLS handshake or \
+             established (established ones are limited by --max-connections)",
             connections.clone(),
+        );
+        registry.register(
+            "graft_admission_handshakes",
+            "Connections in their TLS handshake on the admission listener (limited by \
+             --max-handshakes)",
+            handshakes.clone(),
+        );
+        registry.register(
+            "graft_connections_shed",
+            "Admission connections closed before carrying a request, by reason: \
+             handshake_budget, handshake_timeout, per_source, full",
+            shed.clone(),
         );
         // Registered with or without --events, like the namespace cache's metrics.
         registry.register(
@@ -301,6 +360,11 @@ impl Metrics {
             let _ = policy_reloads.get_or_create(&labels);
             let _ = tls_reloads.get_or_create(&labels);
         }
+        for reason in ShedReason::ALL {
+            let _ = shed.get_or_create(&ReasonLabels {
+                reason: reason.as_str().to_string(),
+            });
+        }
         for result in EventResult::ALL {
             let _ = events.get_or_create(&ResultLabels {
                 result: result.as_str(),
@@ -324,6 +388,8 @@ impl Metrics {
             namespace_watch_restarts,
             namespaces_cached,
             connections,
+            handshakes,
+            shed,
             events,
         }
     }
@@ -450,6 +516,21 @@ impl Metrics {
         OpenConnection(self.connections.clone())
     }
 
+    /// Counts one connection closed by `server::connection_slots`.
+    pub fn connection_shed(&self, reason: ShedReason) {
+        self.shed
+            .get_or_create(&ReasonLabels {
+                reason: reason.as_str().to_string(),
+            })
+            .inc();
+    }
+
+    /// The number of connections in their TLS handshake.
+    pub fn handshakes_in_progress(&self, count: usize) {
+        self.handshakes
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
     /// The OpenMetrics text exposition of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -505,6 +586,7 @@ mod tests {
         metrics.policy_set_installed(3, "sha256:aaaaaaaaaaaa");
         metrics.policy_set_installed(3, "sha256:bbbbbbbbbbbb");
         metrics.policy_reloaded(ReloadResult::Unchanged);
+        metrics.connection_shed(ShedReason::Full);
         let text = metrics.encode();
         assert!(
             !text.contains("sha256:aaaaaaaaaaaa"),
@@ -526,6 +608,11 @@ mod tests {
             "graft_namespace_cache_watch_restarts_total 0",
             "graft_namespace_cache_namespaces 0",
             "graft_admission_connections 0",
+            "graft_admission_handshakes 0",
+            "graft_connections_shed_total{reason=\"handshake_budget\"} 0",
+            "graft_connections_shed_total{reason=\"handshake_timeout\"} 0",
+            "graft_connections_shed_total{reason=\"per_source\"} 0",
+            "graft_connections_shed_total{reason=\"full\"} 1",
             "graft_admission_errors_total{reason=\"timeout\"} 0",
             "graft_policy_reloads_total{result=\"error\"} 0",
             "graft_tls_reloads_total{result=\"success\"} 0",

@@ -62,9 +62,20 @@ pub struct Flags {
     /// Largest accepted request body.
     #[arg(long, env = "GRAFT_MAX_BODY_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_body_bytes: usize,
-    /// Most concurrent connections; further ones wait in the listen backlog.
+    /// Most established connections (past the TLS handshake); a connection that
+    /// completes its handshake when all are taken is closed. Established connections are
+    /// never closed to make room.
     #[arg(long, env = "GRAFT_MAX_CONNECTIONS", default_value_t = 1024)]
     pub max_connections: usize,
+    /// Most connections (handshaking or established) one source IP may hold; a further one
+    /// is closed at once. Default: a quarter of --max-connections.
+    #[arg(long, env = "GRAFT_MAX_CONNECTIONS_PER_SOURCE")]
+    pub max_connections_per_source: Option<usize>,
+    /// Most TLS handshakes in progress; when all are taken a new connection sheds the
+    /// oldest handshake of the busiest source, and the handshake timeout shrinks to 1s as
+    /// they fill up. Default: an eighth of --max-connections, at least 8.
+    #[arg(long, env = "GRAFT_MAX_HANDSHAKES")]
+    pub max_handshakes: Option<usize>,
     /// Time to finish in-flight requests after SIGTERM (15s, 500ms or seconds).
     #[arg(long, env = "GRAFT_SHUTDOWN_GRACE", default_value = "15s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
@@ -74,7 +85,8 @@ pub struct Flags {
     /// Time a client has to send its request headers.
     #[arg(long, env = "GRAFT_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
-    /// Time a client has to complete the TLS handshake.
+    /// Time a client has to complete the TLS handshake while fewer than half of
+    /// --max-handshakes are in progress; less (down to 1s) above that.
     #[arg(long, env = "GRAFT_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: Duration,
     /// How certificate (and policy) directories are watched for changes.
@@ -151,6 +163,14 @@ fn config(args: Flags) -> Config {
         limits: Limits {
             max_body_bytes: args.max_body_bytes,
             max_connections: args.max_connections.max(1),
+            max_connections_per_source: args
+                .max_connections_per_source
+                .unwrap_or_else(|| server::config::default_per_source(args.max_connections))
+                .max(1),
+            max_handshakes: args
+                .max_handshakes
+                .unwrap_or_else(|| server::config::default_handshakes(args.max_connections))
+                .max(1),
             header_read_timeout: args.header_read_timeout,
             request_timeout: args.request_timeout,
             tls_handshake_timeout: args.tls_handshake_timeout,

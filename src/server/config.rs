@@ -20,11 +20,19 @@ pub enum CertSource {
 #[derive(Debug, Clone)]
 pub struct Limits {
     pub max_body_bytes: usize,
+    /// Established (past the TLS handshake) connections at once
+    /// (`server::connection_slots`).
     pub max_connections: usize,
+    /// Connections, handshaking or established, one source IP may hold.
+    pub max_connections_per_source: usize,
+    /// TLS handshakes in progress at once; when full the oldest is shed.
+    pub max_handshakes: usize,
     /// Time a client has to send the request headers (HTTP/1).
     pub header_read_timeout: Duration,
     /// Time for a whole request: body read, evaluation and response.
     pub request_timeout: Duration,
+    /// Time for a TLS handshake while the handshake budget is under half full; less
+    /// above that (`connection_slots::handshake_timeout`).
     pub tls_handshake_timeout: Duration,
 }
 
@@ -33,11 +41,26 @@ impl Default for Limits {
         Limits {
             max_body_bytes: 8 * 1024 * 1024,
             max_connections: 1024,
+            max_connections_per_source: default_per_source(1024),
+            max_handshakes: default_handshakes(1024),
             header_read_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             tls_handshake_timeout: Duration::from_secs(10),
         }
     }
+}
+
+/// `--max-connections-per-source` when not given: a quarter of the connection slots, so
+/// at least four sources fill them.
+pub fn default_per_source(max_connections: usize) -> usize {
+    (max_connections / 4).max(1)
+}
+
+/// `--max-handshakes` when not given: an eighth of the connection slots, at least 8. A
+/// handshake takes a few milliseconds, so this many at once is a burst far beyond what
+/// apiservers open; anything slower is shed first.
+pub fn default_handshakes(max_connections: usize) -> usize {
+    (max_connections / 8).max(8)
 }
 
 #[derive(Debug, Clone)]

@@ -6,6 +6,9 @@
 //!
 //! - [`config`]: the plain configuration struct.
 //! - [`tls`]: certificates, the swappable resolver, the rustls configuration.
+//! - [`connection_slots`]: who may hold a connection on the admission listener (per
+//!   source, handshakes in progress, established); [`shed_log`]: the rate-limited line
+//!   about the connections it sheds.
 //! - [`cert_reload`]: reloading the certificate when its directory changes.
 //! - [`policy_reload`]: reloading the policy set when its directory changes.
 //! - [`namespace_cache`]: Namespace metadata from list + watch, for namespace-aware policies.
@@ -23,6 +26,7 @@
 pub mod cert_reload;
 pub mod cluster_data;
 pub mod config;
+pub mod connection_slots;
 pub mod deadline;
 pub mod evaluation_pool;
 pub mod events;
@@ -33,6 +37,7 @@ pub mod namespace_cache;
 pub mod namespace_supply;
 pub mod policy_reload;
 pub mod routes;
+pub mod shed_log;
 pub mod shutdown;
 pub mod state;
 pub mod tls;
@@ -48,11 +53,12 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 pub use config::{CertSource, Config, Limits};
+use connection_slots::{ConnectionSlots, SlotLimits};
 pub use namespace_supply::NamespaceSupply;
 pub use policy_reload::{PolicyReloadStatus, PolicyReloader};
 pub use state::State;
@@ -246,9 +252,17 @@ struct Acceptor {
 
 impl Acceptor {
     /// Accepts connections until `shutdown` resolves; returns the handle that drains them.
+    ///
+    /// Every connection is accepted at once and passes `connection_slots`' gates there
+    /// and in its own task: waiting for a slot before accepting would let connections
+    /// that never finish their handshake hold every slot while the apiserver waits in the
+    /// backlog.
     async fn run(self, shutdown: impl Future<Output = ()>) -> GracefulShutdown {
         let graceful = GracefulShutdown::new();
-        let permits = Arc::new(Semaphore::new(self.limits.max_connections));
+        let slots = ConnectionSlots::new(
+            SlotLimits::from_limits(&self.limits),
+            self.state.metrics().clone(),
+        );
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder
             .http1()
@@ -258,44 +272,24 @@ impl Acceptor {
         builder.http2().timer(TokioTimer::new());
         tokio::pin!(shutdown);
         loop {
-            // Waiting for a permit before accepting leaves excess connections in the
-            // kernel backlog instead of spending memory and handshakes on them.
             let accepted = tokio::select! {
                 () = &mut shutdown => break,
-                accepted = accept_with_permit(&self.listener, &permits) => accepted,
+                accepted = accept(&self.listener) => accepted,
             };
-            let Some((stream, peer, permit)) = accepted else {
+            let Some((stream, peer)) = accepted else {
                 continue;
             };
-            let tls = self.tls.clone();
-            let state = self.state.clone();
-            let limits = self.limits.clone();
-            let builder = builder.clone();
-            let watcher = graceful.watcher();
-            tokio::spawn(async move {
-                let _permit = permit;
-                let _open = state.metrics().connection_opened();
-                let handshake =
-                    tokio::time::timeout(limits.tls_handshake_timeout, tls.accept(stream));
-                let stream = match handshake.await {
-                    Ok(Ok(stream)) => stream,
-                    Ok(Err(error)) => {
-                        tracing::debug!(%peer, %error, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        tracing::debug!(%peer, "TLS handshake timed out");
-                        return;
-                    }
-                };
-                let service = service_fn(move |request| {
-                    routes::handle(request, state.clone(), limits.clone())
-                });
-                let connection = builder.serve_connection(TokioIo::new(stream), service);
-                if let Err(error) = watcher.watch(connection).await {
-                    tracing::debug!(%peer, %error, "connection ended with an error");
-                }
-            });
+            // Over its source's share: dropping the stream closes it at once.
+            let Some(admitted) = slots.admit(peer.ip()) else {
+                continue;
+            };
+            let serving = Serving {
+                tls: self.tls.clone(),
+                state: self.state.clone(),
+                limits: self.limits.clone(),
+                builder: builder.clone(),
+            };
+            tokio::spawn(serving.connection(stream, peer, admitted, graceful.watcher()));
         }
         // Close the listening socket before saying so: new connections are refused from here.
         drop(self);
@@ -304,17 +298,76 @@ impl Acceptor {
     }
 }
 
-async fn accept_with_permit(
-    listener: &TcpListener,
-    permits: &Arc<Semaphore>,
-) -> Option<(
-    tokio::net::TcpStream,
-    SocketAddr,
-    tokio::sync::OwnedSemaphorePermit,
-)> {
-    let permit = permits.clone().acquire_owned().await.ok()?;
+/// What serving one connection needs.
+struct Serving {
+    tls: TlsAcceptor,
+    state: Arc<State>,
+    limits: Arc<Limits>,
+    builder: auto::Builder<TokioExecutor>,
+}
+
+impl Serving {
+    /// One admitted connection: its TLS handshake within the handshake budget, then HTTP
+    /// in an established slot.
+    async fn connection(
+        self,
+        stream: tokio::net::TcpStream,
+        peer: SocketAddr,
+        mut admitted: connection_slots::Admitted,
+        watcher: hyper_util::server::graceful::Watcher,
+    ) {
+        let Serving {
+            tls,
+            state,
+            limits,
+            builder,
+        } = self;
+        let _open = state.metrics().connection_opened();
+        let stream = match admitted.handshake(tls.accept(stream)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => {
+                tracing::debug!(%peer, %error, "TLS handshake failed");
+                return;
+            }
+            Err(reason) => {
+                tracing::debug!(%peer, reason = reason.as_str(), "TLS handshake shed");
+                return;
+            }
+        };
+        if admitted.establish().is_err() {
+            tracing::debug!(%peer, "no established slot free; connection closed");
+            return;
+        }
+        // hyper bounds HTTP/1 headers by header_read_timeout, but nothing bounds the bytes
+        // before it knows the protocol (hyper-util's version detection waits for them
+        // forever) or an HTTP/2 preface: the first request must start within
+        // header_read_timeout of the handshake, or the established slot is given back.
+        let first_request = Arc::new(tokio::sync::Notify::new());
+        let started = first_request.clone();
+        let first_deadline = limits.header_read_timeout;
+        let service = service_fn(move |request| {
+            started.notify_one();
+            routes::handle(request, state.clone(), limits.clone())
+        });
+        let connection = watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::pin!(connection);
+        let ended = tokio::select! {
+            ended = &mut connection => ended,
+            () = first_request.notified() => connection.await,
+            () = tokio::time::sleep(first_deadline) => {
+                tracing::debug!(%peer, "no request within the header read timeout; closed");
+                return;
+            }
+        };
+        if let Err(error) = ended {
+            tracing::debug!(%peer, %error, "connection ended with an error");
+        }
+    }
+}
+
+async fn accept(listener: &TcpListener) -> Option<(tokio::net::TcpStream, SocketAddr)> {
     match listener.accept().await {
-        Ok((stream, peer)) => Some((stream, peer, permit)),
+        Ok(accepted) => Some(accepted),
         Err(error) => {
             // Typically EMFILE: back off briefly instead of spinning on the error.
             tracing::warn!(%error, "accept failed");

@@ -539,7 +539,7 @@ fn example_nodes(env: &Env) -> Result {
 /// What the docs promise for a cluster, from a checkout of graft: `kubectl apply -k
 /// deploy/install` (graft alone, the base of a team's repository), `deploy/examples`
 /// (graft's examples, bring your own certificate) and `deploy/self-signed` after `graft
-/// certs`. The cert-manager overlay needs cert-manager's CRDs, which this apiserver does
+/// certs`, also with the network-policy component. The cert-manager overlay needs cert-manager's CRDs, which this apiserver does
 /// not have: its dry run is refused, naming them, and creates nothing.
 fn deploy_dry_run(env: &Env) -> Result {
     let scratch = tempfile::tempdir()?;
@@ -579,6 +579,25 @@ fn deploy_dry_run(env: &Env) -> Result {
                 "{overlay}: {object} not applied:\n{out}"
             );
         }
+    }
+    // The opt-in network-policy component on a complete overlay, patched as its
+    // kustomization shows: the apiserver accepts the NetworkPolicy with the rest.
+    let with_policy = scratch.path().join("with-network-policy");
+    std::fs::create_dir(&with_policy)?;
+    std::fs::write(
+        with_policy.join("kustomization.yaml"),
+        support::kustomize::network_policy_overlay("../deploy/self-signed"),
+    )?;
+    let out = server_dry_run(env, &with_policy)?;
+    for object in graft_itself
+        .iter()
+        .chain(&with_policies)
+        .chain(&["networkpolicy.networking.k8s.io/graft"])
+    {
+        assert!(
+            out.contains(object),
+            "with the network-policy component: {object} not applied:\n{out}"
+        );
     }
     refused_without_cert_manager(env, &scratch.path().join("deploy/cert-manager"))
 }

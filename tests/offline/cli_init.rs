@@ -439,7 +439,7 @@ fn the_pinned_base_and_the_components_readme_shows_resolve() {
             rest[..rest.find([']', '`', ' ', '\n']).unwrap_or(rest.len())].to_string()
         })
         .collect();
-    assert_eq!(shown.len(), 3, "{shown:?}");
+    assert_eq!(shown.len(), 4, "{shown:?}");
     let mut components = Vec::new();
     let mut resources = Vec::new();
     for url in &shown {
@@ -488,4 +488,5 @@ fn the_pinned_base_and_the_components_readme_shows_resolve() {
     );
     find(&objects, "ServiceMonitor", "graft");
     find(&objects, "ConfigMap", "graft-policies");
+    find(&objects, "NetworkPolicy", "graft");
 }

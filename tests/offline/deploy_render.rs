@@ -662,6 +662,84 @@ fn events_component_adds_the_flag_and_only_event_writes() {
     );
 }
 
+/// The opt-in network-policy component, added with the patch its kustomization shows:
+/// graft's pods admit the webhook port from the control plane's addresses only and the
+/// metrics port from the namespace `monitoring` only, by the Deployment's own port names
+/// and pod labels; no overlay in deploy/ turns it on.
+#[test]
+fn network_policy_component_admits_the_apiserver_and_monitoring_only() {
+    use crate::support::kustomize::{CONTROL_PLANE_CIDR, network_policy_overlay};
+    let scratch = tempfile::tempdir().expect("tempdir");
+    copy_tree(&repo().join("deploy"), &scratch.path().join("deploy"));
+    let overlay = scratch.path().join("with-network-policy");
+    std::fs::create_dir(&overlay).expect("create dir");
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        network_policy_overlay("../deploy/install"),
+    )
+    .expect("write kustomization");
+    let objects = kustomize(&overlay);
+    let policy = find(&objects, "NetworkPolicy", "graft");
+    assert_eq!(policy["metadata"]["namespace"], "graft");
+    let deployment = find(&objects, "Deployment", "graft");
+    assert_eq!(
+        policy["spec"]["podSelector"]["matchLabels"], deployment["spec"]["selector"]["matchLabels"],
+        "the policy selects graft's pods"
+    );
+    assert_eq!(
+        policy["spec"]["policyTypes"],
+        serde_json::json!(["Ingress"])
+    );
+    let ports: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .filter_map(|port| port["name"].as_str())
+        .collect();
+    let ingress = policy["spec"]["ingress"].as_array().expect("ingress rules");
+    assert_eq!(ingress.len(), 2, "{ingress:?}");
+    for (rule, port) in ingress.iter().zip(["https", "metrics"]) {
+        assert_eq!(
+            rule["ports"],
+            serde_json::json!([{"port": port, "protocol": "TCP"}])
+        );
+        assert!(ports.contains(&port), "the Deployment has no port {port}");
+    }
+    assert_eq!(
+        ingress[0]["from"],
+        serde_json::json!([{"ipBlock": {"cidr": CONTROL_PLANE_CIDR}}]),
+        "the overlay's patch replaces the placeholder"
+    );
+    assert_eq!(
+        ingress[1]["from"],
+        serde_json::json!([{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}])
+    );
+
+    // Unpatched, the webhook rule admits only the placeholder, which matches nothing.
+    let unpatched = scratch.path().join("unpatched");
+    std::fs::create_dir(&unpatched).expect("create dir");
+    std::fs::write(
+        unpatched.join("kustomization.yaml"),
+        "resources: [../deploy/install]\ncomponents: [../deploy/components/network-policy]\n",
+    )
+    .expect("write kustomization");
+    let placeholder = kustomize(&unpatched);
+    assert_eq!(
+        find(&placeholder, "NetworkPolicy", "graft")["spec"]["ingress"][0]["from"],
+        serde_json::json!([{"ipBlock": {"cidr": "192.0.2.0/24"}}])
+    );
+
+    // Off by default: no overlay graft ships renders a NetworkPolicy.
+    for shipped in ["deploy/install", "deploy/examples"] {
+        assert!(
+            !kustomize(&repo().join(shipped))
+                .iter()
+                .any(|object| object["kind"] == "NetworkPolicy"),
+            "{shipped} renders a NetworkPolicy"
+        );
+    }
+}
+
 /// A release pins graft in one place for a team: the `ref` of the install base that
 /// `graft init` writes. That base runs the image of the same release, and every `?ref=`
 /// the manifests and docs show for graft's repository is that release.

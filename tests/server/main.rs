@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod availability;
 mod certs_handshake;
 mod monitoring;
 mod namespace_cache_fetch;

@@ -36,3 +36,22 @@ pub fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
         .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
         .unwrap_or_else(|| panic!("no {kind} {name} in the rendered output"))
 }
+
+/// The control plane address the network-policy overlays of the tests admit.
+pub const CONTROL_PLANE_CIDR: &str = "10.0.0.10/32";
+
+/// A kustomization on `base` (relative to its directory) with the network-policy
+/// component, its placeholder replaced as deploy/components/network-policy's comment shows.
+pub fn network_policy_overlay(base: &str) -> String {
+    format!(
+        "resources: [{base}]\n\
+         components: [../deploy/components/network-policy]\n\
+         patches:\n  \
+           - target: {{group: networking.k8s.io, kind: NetworkPolicy, name: graft}}\n    \
+             patch: |-\n      \
+               - op: replace\n        \
+                 path: /spec/ingress/0/from\n        \
+                 value:\n          \
+                   - ipBlock: {{cidr: {CONTROL_PLANE_CIDR}}}\n"
+    )
+}
