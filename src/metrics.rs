@@ -44,6 +44,12 @@ struct PolicyLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SinkResultLabels {
+    sink: String,
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: &'static str,
 }
@@ -170,6 +176,37 @@ impl ReloadResult {
     }
 }
 
+/// What became of one notice offered to a sink (`graft_notices_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeResult {
+    /// Delivered: the sink answered 2xx (and DingTalk `errcode` 0).
+    Sent,
+    /// A repeat within the sink's grouping window, counted and not sent.
+    Grouped,
+    /// Never sent: the sink's queue was full, so the review did not wait.
+    Dropped,
+    /// The sink refused, errored or did not answer within its timeout.
+    Failed,
+}
+
+impl NoticeResult {
+    pub const ALL: [NoticeResult; 4] = [
+        NoticeResult::Sent,
+        NoticeResult::Grouped,
+        NoticeResult::Dropped,
+        NoticeResult::Failed,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            NoticeResult::Sent => "sent",
+            NoticeResult::Grouped => "grouped",
+            NoticeResult::Dropped => "dropped",
+            NoticeResult::Failed => "failed",
+        }
+    }
+}
+
 /// What became of one Kubernetes Event graft meant to record (`graft_events_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventResult {
@@ -224,6 +261,7 @@ pub struct Metrics {
     handshakes: Gauge,
     shed: Family<ReasonLabels, Counter>,
     events: Family<ResultLabels, Counter>,
+    notices: Family<SinkResultLabels, Counter>,
 }
 
 impl Metrics {
@@ -344,6 +382,13 @@ impl Metrics {
              series, dropped (queue full) or failed",
             events.clone(),
         );
+        let notices = Family::<SinkResultLabels, Counter>::default();
+        registry.register(
+            "graft_notices",
+            "Notices to chat and HTTP sinks (serve --notices), by sink and result: sent, \
+             grouped (a repeat), dropped (queue full) or failed",
+            notices.clone(),
+        );
         registry.register("graft_build", "Build information", build);
 
         // Counters of closed label sets start at zero, so the first error is an increase
@@ -391,7 +436,26 @@ impl Metrics {
             handshakes,
             shed,
             events,
+            notices,
         }
+    }
+
+    /// Counts one notice for `sink`.
+    pub fn notice(&self, sink: &str, result: NoticeResult) {
+        self.notices
+            .get_or_create(&SinkResultLabels {
+                sink: sink.to_string(),
+                result: result.as_str(),
+            })
+            .inc();
+    }
+
+    /// Makes `sink`'s counter for `result` exist at zero, so its first increase shows.
+    pub fn notice_touch(&self, sink: &str, result: NoticeResult) {
+        let _ = self.notices.get_or_create(&SinkResultLabels {
+            sink: sink.to_string(),
+            result: result.as_str(),
+        });
     }
 
     pub fn event(&self, result: EventResult) {

@@ -18,6 +18,7 @@ pub mod init;
 pub mod input;
 mod kustomization;
 pub mod lint;
+pub mod notices;
 pub mod review;
 pub mod schema;
 pub mod serve;
@@ -60,6 +61,8 @@ pub enum Command {
     WebhookConfig(webhook_config::Args),
     Init(init::Args),
     Schema(schema::Args),
+    /// Notices to chat and HTTP sinks: `graft notices test --sink NAME`.
+    Notices(notices::Args),
     /// Print the shell completion script (`source <(graft completions bash)`).
     Completions(completions::Args),
 }
@@ -85,6 +88,7 @@ pub fn main() -> ExitCode {
         Command::WebhookConfig(args) => webhook_config::run(args),
         Command::Init(args) => init::run(args),
         Command::Schema(args) => schema::run(args),
+        Command::Notices(args) => notices::run(args),
         Command::Completions(args) => completions::run(args),
     };
     match result {

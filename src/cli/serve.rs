@@ -114,6 +114,11 @@ pub struct Flags {
     /// (deploy/components/events).
     #[arg(long, env = "GRAFT_EVENTS")]
     pub events: bool,
+    /// Send notices about reviews to the chat and HTTP sinks this file configures
+    /// (DingTalk, Feishu/Lark, Slack, generic JSON webhooks), off the request path; re-read when it changes,
+    /// a broken edit keeps the last good sinks (docs/operations.md, "Notices").
+    #[arg(long, env = "GRAFT_NOTICES", value_name = "FILE")]
+    pub notices: Option<PathBuf>,
     /// Lint the policy directory and exit.
     #[arg(long)]
     pub lint: bool,
@@ -185,6 +190,7 @@ fn config(args: Flags) -> Config {
             .events
             .then(|| EventsConfig::new(args.kubeconfig.clone())),
         params: args.params,
+        notices: args.notices,
         namespaces: match args.namespaces {
             Some(file) => NamespaceConfig::File(file),
             None => NamespaceConfig::Api {

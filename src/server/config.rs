@@ -83,6 +83,8 @@ pub struct Config {
     /// Kubernetes Events about the reviews (`--events`); `None`: no Events, and no
     /// client for them.
     pub events: Option<EventsConfig>,
+    /// The notice-sinks file (`--notices`); `None`: no notices.
+    pub notices: Option<PathBuf>,
 }
 
 /// Where and how fast graft records Kubernetes Events.

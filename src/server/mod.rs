@@ -16,6 +16,8 @@
 //!   [`cluster_data`]: the one slot reviews read cluster data from.
 //! - [`kube_api`]: the Kubernetes API client (in-cluster, or `--kubeconfig`).
 //! - [`events`]: Kubernetes Events about reviews (`--events`), recorded off the request path.
+//! - [`notices`]: notices about reviews to chat and HTTP sinks (`--notices`), off the
+//!   request path.
 //! - [`routes`]: `POST /mutate`; [`deadline`]: its time budget; [`labels`]: its metric labels;
 //!   [`evaluation_pool`]: the threads its reviews are evaluated on.
 //! - [`metrics_listener`]: `/healthz`, `/readyz`, `/metrics` on the plain-HTTP listener
@@ -35,6 +37,7 @@ pub mod labels;
 pub mod metrics_listener;
 pub mod namespace_cache;
 pub mod namespace_supply;
+pub mod notices;
 pub mod policy_reload;
 pub mod routes;
 pub mod shed_log;
@@ -97,7 +100,12 @@ pub enum StartError {
     },
     #[error("parameter objects were already set for this server")]
     ParamsTwice,
+    #[error(transparent)]
+    Notices(#[from] notices::config::ConfigError),
 }
+
+/// Re-reads the notices file after its directory changes.
+struct NoticesReloader(Arc<notices::Notices>);
 
 /// A started server.
 #[derive(Debug)]
@@ -168,6 +176,23 @@ pub async fn start(
         let sink =
             events::EventSink::start(client, events, state.metrics().clone(), stopped.clone());
         state.set_events(sink);
+    }
+    // An invalid notices file at startup is fatal, as an invalid policy set is; later
+    // broken edits keep the last good sinks.
+    if let Some(path) = &config.notices {
+        let watcher = crate::watch::Watcher::new(&[cert_reload::parent(path)], &config.watch)?;
+        let notices = Arc::new(notices::Notices::start(
+            path,
+            state.metrics().clone(),
+            stopped.clone(),
+        )?);
+        state.set_notices(notices.clone());
+        crate::watch::run_until_shutdown(
+            watcher,
+            stopped.clone(),
+            NoticesReloader(notices),
+            |reloader| async move { reloader.0.reload() },
+        );
     }
     reloader.spawn(policy_watcher, stopped.clone());
 

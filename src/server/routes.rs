@@ -189,6 +189,10 @@ async fn route(
         if let Some(events) = state.events() {
             events.offer(&reviewed);
         }
+        // The same hand-over for chat and HTTP notices: per-sink queues, never waited on.
+        if let Some(notices) = state.notices() {
+            notices.offer(&reviewed);
+        }
         reviewed.to_json().map_err(internal)
     })
     .instrument(span)

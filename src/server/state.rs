@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use super::cert_reload::ReloadStatus;
 use super::cluster_data::{ClusterData, ReviewNamespaces};
 use super::events::EventSink;
+use super::notices::Notices;
 use super::policy_reload::PolicyReloadStatus;
 use super::tls::CertResolver;
 use crate::metrics::{Metrics, ReloadResult};
@@ -34,6 +35,8 @@ pub struct State {
     policy_reloads: watch::Sender<PolicyReloadStatus>,
     /// The queue of Kubernetes Events; set at startup with `--events`, never otherwise.
     events: OnceLock<EventSink>,
+    /// The notice sinks; set at startup with `--notices`, never otherwise.
+    notices: OnceLock<Arc<Notices>>,
 }
 
 impl State {
@@ -47,6 +50,7 @@ impl State {
             tls_reloads: watch::Sender::new(ReloadStatus::default()),
             policy_reloads: watch::Sender::new(PolicyReloadStatus::default()),
             events: OnceLock::new(),
+            notices: OnceLock::new(),
         }
     }
 
@@ -121,6 +125,15 @@ impl State {
     /// The events queue, with `--events`.
     pub fn events(&self) -> Option<&EventSink> {
         self.events.get()
+    }
+
+    /// The notice sinks, with `--notices`.
+    pub fn notices(&self) -> Option<&Arc<Notices>> {
+        self.notices.get()
+    }
+
+    pub(super) fn set_notices(&self, notices: Arc<Notices>) {
+        let _ = self.notices.set(notices);
     }
 
     pub(super) fn set_events(&self, sink: EventSink) {

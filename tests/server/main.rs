@@ -23,6 +23,7 @@ mod server_bad_inputs;
 mod server_events;
 mod server_http2_early_answer;
 mod server_namespaces;
+mod server_notices;
 mod server_observability;
 mod server_reload;
 mod server_signal;

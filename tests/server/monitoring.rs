@@ -328,13 +328,25 @@ fn dashboard_queries() -> Vec<(String, String)> {
     queries
 }
 
-/// A server with the test fixture policies, after one review, one refusal and one reload
-/// attempt, so every label graft uses has a series.
+/// A server with the test fixture policies and one notice sink (on a closed loopback
+/// port), after one review, one refusal and one reload attempt, so every label graft uses
+/// has a series.
 async fn scrape_after_traffic() -> Result<String> {
     let pki = Pki::new("test CA")?;
     let secret = SecretDir::new(&pki.issue(&[SERVICE_NAME])?)?;
     let policies = repo().join("tests/fixtures/policies");
-    let server = start(config(&policies, &secret)).await?;
+    let notices = tempfile::tempdir()?;
+    std::fs::write(notices.path().join("url"), "http://127.0.0.1:1/")?;
+    std::fs::write(
+        notices.path().join("notices.yaml"),
+        format!(
+            "sinks:\n- {{name: team, type: webhook, urlFile: {}}}\n",
+            notices.path().join("url").display()
+        ),
+    )?;
+    let mut config = config(&policies, &secret);
+    config.notices = Some(notices.path().join("notices.yaml"));
+    let server = start(config).await?;
     let client = client_config(&pki.ca_pem(), None, &[b"http/1.1"])?;
     let mut sender = http1(connect(server.running.addr, client).await?).await?;
     let body = fixture("pod-create-multus-worker.json")?;

@@ -326,6 +326,7 @@ pub fn config(policies: &Path, secret: &SecretDir) -> graft::server::Config {
         namespaces: graft::server::config::NamespaceConfig::default(),
         params: None,
         events: None,
+        notices: None,
     }
 }
 
