@@ -136,7 +136,7 @@ fn apply_target(
 ) -> Result<(), Failure> {
     let Target { base, value } = target;
     let checked = |at: &[Token], value: &Tree<'_>, written| match types {
-        Some(types) => types.check(&format!("{field}.value"), at, value, written),
+        Some(types) => types.check(field, at, value, written),
         None => Ok(()),
     };
     match (kind, value) {

@@ -46,11 +46,11 @@ impl WriteTypes {
         }
     }
 
-    /// Whether the apiserver can decode `value` written at `at`; the first value it
-    /// cannot, as a failure at `field`.
+    /// Whether the apiserver can decode `value` written at `at` by the mutation at
+    /// `mutation`; the first value it cannot, as a failure at its `value`.
     pub(super) fn check(
         &self,
-        field: &str,
+        mutation: &str,
         at: &[Token],
         value: &Tree<'_>,
         written: Written,
@@ -71,11 +71,11 @@ impl WriteTypes {
                 _ => return Ok(()),
             }
         }
-        let values: Vec<&Tree<'_>> = match (written, value.as_list()) {
-            (Written::Items, Some(items)) => items.iter().collect(),
-            _ => vec![value],
+        let values: &[Tree<'_>] = match (written, value.as_list()) {
+            (Written::Items, Some(items)) => items,
+            _ => std::slice::from_ref(value),
         };
-        for (index, value) in values.into_iter().enumerate() {
+        for (index, value) in values.iter().enumerate() {
             let problem = schema::problems(value, ty, Strings::Plain)
                 .into_iter()
                 .find(|p| matches!(p.kind, ProblemKind::Mismatch { .. }));
@@ -103,7 +103,7 @@ impl WriteTypes {
                 location.push_str(&problem.path);
             }
             return Err(failure(
-                field,
+                format!("{mutation}.value"),
                 format!(
                     "{} field {location} expects {expected}, and the policy wrote {found_type}: \
                      the apiserver would refuse the object",
@@ -136,7 +136,7 @@ mod tests {
         let at = [key("spec"), key("nodeSelector"), key("gpu")];
         let failure = types
             .check(
-                "spec.mutations[0].set.value",
+                "spec.mutations[0].set",
                 &at,
                 &Tree::from(json!(true)),
                 Written::Whole,
